@@ -1,0 +1,116 @@
+"""The app factory: ``create_app(settings)`` builds everything, the lifespan connects it."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Sequence
+
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import JSONResponse, PlainTextResponse, Response
+from starlette.routing import Route
+
+from graph.assembly import assemble, discover_plugins
+from graph.catalog.plugin import CatalogPlugin
+from graph.metrics import Metrics
+from graph.plugin import BackgroundJob, Plugin
+from graph.services import Services
+from graph.settings import Settings
+from graph.view import graphql_endpoint
+from sources.db import Database, embedded_database_url
+from sources.migrations import apply_migrations, pending_migrations
+
+__all__ = ["app_from_environment", "create_app", "database_url"]
+
+log = logging.getLogger("atrium.app")
+
+
+def create_app(settings: Settings | None = None, *, plugins: Sequence[Plugin] | None = None) -> Starlette:
+    """Build the app. ``plugins`` replaces discovery through entry points (tests use it)."""
+    settings = settings or Settings()
+    found = list(plugins) if plugins is not None else discover_plugins(settings)
+    assembly = assemble(settings, [CatalogPlugin(), *found])
+    services = Services(settings=settings, assembly=assembly, metrics=Metrics())
+
+    @contextlib.asynccontextmanager
+    async def lifespan(app: Starlette) -> AsyncIterator[None]:
+        url = await database_url(settings)
+        services.db = await Database.connect(
+            url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
+        )
+        jobs: list[asyncio.Task[None]] = []
+        try:
+            await apply_migrations(services.db, assembly.migrations)
+            jobs = [asyncio.create_task(_repeat(job, services), name=job.name) for job in assembly.jobs]
+            yield
+        finally:
+            for task in jobs:
+                task.cancel()
+            await asyncio.gather(*jobs, return_exceptions=True)
+            await services.db.close()
+            services.db = None
+
+    app = Starlette(
+        routes=[
+            Route("/graphql", graphql_endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            Route("/healthz", _healthz),
+            Route("/readyz", _readyz),
+            Route("/metrics", _metrics),
+        ],
+        lifespan=lifespan,
+    )
+    app.state.services = services
+    return app
+
+
+def app_from_environment() -> Starlette:
+    """Factory for uvicorn workers: settings from the environment."""
+    from graph.logs import configure_logging
+
+    settings = Settings()
+    configure_logging(settings.log_level)
+    return create_app(settings)
+
+
+async def database_url(settings: Settings) -> str:
+    if settings.database_url:
+        return settings.database_url
+    return await asyncio.to_thread(embedded_database_url, settings.data_dir)
+
+
+async def _repeat(job: BackgroundJob, services: Services) -> None:
+    while True:
+        try:
+            await job.run(services)
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("background job failed", extra={"job": job.name})
+        await asyncio.sleep(job.interval)
+
+
+async def _healthz(request: Request) -> Response:
+    return PlainTextResponse("ok")
+
+
+async def _readyz(request: Request) -> Response:
+    services: Services = request.app.state.services
+    checks: dict[str, str] = {}
+    db = services.db
+    if db is None or not await db.ping():
+        checks["database"] = "unreachable"
+    else:
+        checks["database"] = "ok"
+        pending = await pending_migrations(db, services.assembly.migrations)
+        checks["migrations"] = "ok" if not pending else f"{len(pending)} pending"
+    ready = all(value == "ok" for value in checks.values())
+    return JSONResponse(checks, status_code=200 if ready else 503)
+
+
+async def _metrics(request: Request) -> Response:
+    services: Services = request.app.state.services
+    if services.db is not None:
+        services.metrics.sql_queries.set(services.db.queries)
+    return Response(services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,0 +1,1 @@
+"""The catalog's GraphQL face, registered through the plugin API like any plugin."""

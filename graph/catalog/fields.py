@@ -1,0 +1,217 @@
+"""Root fields of the catalog: look-ups, lists with filters and search, facets, and imports."""
+
+from __future__ import annotations
+
+from enum import Enum
+
+import strawberry
+from strawberry import relay
+from strawberry.scalars import JSON
+
+from graph.catalog.types import Entity, entity_from_record
+from graph.plugin import Info
+from resolvers import catalog as resolve
+from resolvers.catalog import EntitiesPage, FilterArgs
+from sources.catalog.queries import FacetField as SourceFacetField
+from sources.catalog.queries import Order
+from sources.catalog.store import ApplyResult
+
+__all__ = ["CatalogMutation", "CatalogQuery"]
+
+
+@strawberry.input(description="Each field matches any of its values; fields combine with AND.")
+class EntityFilter:
+    kind: list[str] | None = None
+    type: list[str] | None = None
+    owner: list[str] | None = strawberry.field(
+        default=None, description="Owner refs; the kind defaults to group."
+    )
+    lifecycle: list[str] | None = None
+    tag: list[str] | None = None
+    system: list[str] | None = strawberry.field(
+        default=None, description="System refs; the kind defaults to system."
+    )
+    namespace: list[str] | None = None
+    labels: JSON | None = strawberry.field(
+        default=None, description='Labels that must all match, as {"key": "value"}.'
+    )
+
+    def args(self) -> FilterArgs:
+        labels = self.labels
+        if labels is not None and (
+            not isinstance(labels, dict)
+            or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
+        ):
+            raise resolve.CatalogError('filter.labels must be an object of strings, as {"a": "b"}')
+        return FilterArgs(
+            kind=self.kind, type=self.type, owner=self.owner, lifecycle=self.lifecycle,
+            tag=self.tag, system=self.system, namespace=self.namespace, labels=labels,
+        )
+
+
+@strawberry.enum
+class EntityOrder(Enum):
+    NAME_ASC = "name"
+    NAME_DESC = "name_desc"
+    RELEVANCE = "relevance"
+
+
+@strawberry.enum
+class FacetField(Enum):
+    KIND = "kind"
+    TYPE = "type"
+    OWNER = "owner"
+    LIFECYCLE = "lifecycle"
+    NAMESPACE = "namespace"
+    SYSTEM = "system"
+    TAG = "tag"
+
+
+_FACET_FIELDS = {
+    FacetField.KIND: SourceFacetField.KIND,
+    FacetField.TYPE: SourceFacetField.TYPE,
+    FacetField.OWNER: SourceFacetField.OWNER,
+    FacetField.LIFECYCLE: SourceFacetField.LIFECYCLE,
+    FacetField.NAMESPACE: SourceFacetField.NAMESPACE,
+    FacetField.SYSTEM: SourceFacetField.SYSTEM,
+    FacetField.TAG: SourceFacetField.TAG,
+}
+
+
+@strawberry.type
+class Facet:
+    value: str
+    count: int
+
+
+@strawberry.type
+class EntityEdge:
+    cursor: str
+    node: Entity
+
+
+@strawberry.type(description="A page of entities (Relay connection).")
+class EntityConnection:
+    page: strawberry.Private[EntitiesPage]
+    edges: list[EntityEdge]
+    page_info: relay.PageInfo
+
+    @strawberry.field
+    def nodes(self) -> list[Entity]:
+        return [edge.node for edge in self.edges]
+
+    @strawberry.field(description="How many entities match, over all pages.")
+    async def total_count(self, info: Info) -> int:
+        return await resolve.count(info.context.db, self.page)
+
+
+@strawberry.type
+class EntityError:
+    location: str
+    document: int | None = strawberry.field(description="1-based index in a multi-document file.")
+    field: str | None = strawberry.field(description="Dotted path of the offending field.")
+    message: str
+
+
+@strawberry.type
+class ApplyEntitiesResult:
+    result: strawberry.Private[ApplyResult]
+    errors: list[EntityError]
+
+    @strawberry.field
+    def created(self) -> list[str]:
+        return self.result.created
+
+    @strawberry.field
+    def updated(self) -> list[str]:
+        return self.result.updated
+
+    @strawberry.field
+    def deleted(self) -> list[str]:
+        return self.result.deleted
+
+    @strawberry.field
+    def unchanged(self) -> int:
+        return len(self.result.unchanged)
+
+
+@strawberry.type
+class CatalogQuery:
+    node: relay.Node | None = relay.node()
+
+    @strawberry.field(description="One entity by ref; the kind is required, the namespace optional.")
+    async def entity(self, info: Info, ref: str) -> Entity | None:
+        record = await resolve.entity(info.context.loaders, ref)
+        return entity_from_record(record) if record is not None else None
+
+    @strawberry.field(description="Entities matching a filter and a free-text search.")
+    async def entities(
+        self,
+        info: Info,
+        filter: EntityFilter | None = None,
+        search: str | None = None,
+        order_by: EntityOrder | None = None,
+        first: int = 20,
+        after: str | None = None,
+    ) -> EntityConnection:
+        limit = info.context.settings.max_page_size
+        if not 0 <= first <= limit:
+            raise resolve.CatalogError(f"first must be between 0 and {limit}")
+        page = await resolve.entities_page(
+            info.context.db,
+            info.context.loaders,
+            filter.args() if filter else None,
+            search,
+            order=Order(order_by.value) if order_by else None,
+            first=first,
+            after=after,
+        )
+        edges = [
+            EntityEdge(cursor=cursor, node=entity_from_record(record))
+            for record, cursor in zip(page.records, page.cursors, strict=True)
+        ]
+        return EntityConnection(
+            page=page,
+            edges=edges,
+            page_info=relay.PageInfo(
+                has_next_page=page.has_next,
+                has_previous_page=page.has_previous,
+                start_cursor=page.cursors[0] if page.cursors else None,
+                end_cursor=page.cursors[-1] if page.cursors else None,
+            ),
+        )
+
+    @strawberry.field(description="Counts of entities per value of a field, most frequent first.")
+    async def facets(
+        self,
+        info: Info,
+        field: FacetField,
+        filter: EntityFilter | None = None,
+        search: str | None = None,
+        first: int = 50,
+    ) -> list[Facet]:
+        if not 1 <= first <= 1000:
+            raise resolve.CatalogError("first must be between 1 and 1000")
+        counts = await resolve.facets(
+            info.context.db, _FACET_FIELDS[field], filter.args() if filter else None, search, first
+        )
+        return [Facet(value=value, count=count) for value, count in counts]
+
+
+@strawberry.type
+class CatalogMutation:
+    @strawberry.mutation(
+        description="Import catalog-info.yaml text (one or more documents) as from `location`. "
+        "Invalid documents are reported and skipped; the rest is stored in one transaction."
+    )
+    async def apply_entities(
+        self, info: Info, yaml: str, location: str = "api"
+    ) -> ApplyEntitiesResult:
+        result = await resolve.apply_entities(info.context.db, yaml, location)
+        return ApplyEntitiesResult(
+            result=result,
+            errors=[
+                EntityError(location=e.location, document=e.document, field=e.field, message=e.message)
+                for e in result.errors
+            ],
+        )

@@ -1,0 +1,21 @@
+"""The catalog, registered through the public plugin API."""
+
+from __future__ import annotations
+
+from graph.catalog.fields import CatalogMutation, CatalogQuery
+from graph.catalog.types import ENTITY_TYPES
+from graph.plugin import PluginBuilder
+from loaders.catalog import entity_by_ref_loader, related_refs_loader
+
+__all__ = ["CatalogPlugin"]
+
+
+class CatalogPlugin:
+    id = "catalog"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.query(CatalogQuery)
+        builder.mutation(CatalogMutation)
+        builder.types(*ENTITY_TYPES)
+        builder.loader("entityByRef", entity_by_ref_loader)
+        builder.loader("relatedRefs", related_refs_loader)

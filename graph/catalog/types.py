@@ -1,0 +1,323 @@
+"""GraphQL types of the catalog: the ``Entity`` interface and one type per kind."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any, ClassVar, TypeVar
+
+import strawberry
+from strawberry import relay
+from strawberry.scalars import JSON
+
+from graph.plugin import Info
+from resolvers import catalog as resolve
+from sources.catalog.queries import EntityRecord
+
+__all__ = ["ENTITY_TYPES", "Entity", "entity_from_record"]
+
+
+@strawberry.type(description="A link shown on an entity's page.")
+class EntityLink:
+    url: str
+    title: str | None
+    icon: str | None
+    type: str | None
+
+
+@strawberry.type(description="How a person or team presents itself.")
+class Profile:
+    display_name: str | None
+    email: str | None
+    picture: str | None
+
+
+@strawberry.type(description="One relation of an entity; the target may not exist yet.")
+class Relation:
+    type: str
+    target_ref: str
+
+    @strawberry.field
+    async def target(self, info: Info) -> Entity | None:
+        return await _one_by_ref(info, self.target_ref)
+
+
+@strawberry.interface(description="An entity of the software catalog (Backstage's model).")
+class Entity(relay.Node):
+    node_ref: relay.NodeID[str]
+    record: strawberry.Private[EntityRecord]
+    ref: str = strawberry.field(description="kind:namespace/name, lowercase.")
+    kind: str
+    namespace: str
+    name: str
+    title: str | None
+    description: str | None
+    tags: list[str]
+    labels: JSON
+    annotations: JSON
+    links: list[EntityLink]
+    spec: JSON = strawberry.field(description="The entity's spec exactly as ingested.")
+    updated_at: datetime
+
+    @strawberry.field(description="Relations of the given types, such as ownedBy or dependsOn.")
+    async def relations(self, info: Info, types: list[str]) -> list[Relation]:
+        found = []
+        for relation in dict.fromkeys(types):
+            refs = await resolve.related_refs(info.context.loaders, self.ref, relation)
+            found += [Relation(type=relation, target_ref=ref) for ref in refs]
+        return found
+
+    @classmethod
+    async def resolve_nodes(  # type: ignore[override]
+        cls, *, info: Info, node_ids: Iterable[str], required: bool = False
+    ) -> list[Entity | None]:
+        records = [await resolve.entity(info.context.loaders, ref) for ref in node_ids]
+        nodes = [entity_from_record(r) if r is not None else None for r in records]
+        if required and any(n is None for n in nodes):
+            raise resolve.CatalogError("no entity has that id")
+        return nodes  # type: ignore[return-value]
+
+
+T = TypeVar("T", bound=Entity)
+
+
+async def _one_by_ref(info: Info, ref: str | None) -> Entity | None:
+    if ref is None:
+        return None
+    record = await resolve.entity(info.context.loaders, ref)
+    return entity_from_record(record) if record is not None else None
+
+
+async def _first_related(info: Info, entity: Entity, relation: str, kind: str | None = None) -> Any:
+    found = await resolve.related(info.context.loaders, entity.ref, relation, kind)
+    return entity_from_record(found[0]) if found else None
+
+
+async def _all_related(info: Info, entity: Entity, relation: str, kind: str | None = None) -> Any:
+    found = await resolve.related(info.context.loaders, entity.ref, relation, kind)
+    return [entity_from_record(r) for r in found]
+
+
+@strawberry.type
+class _Owned:
+    """Fields of kinds that have an owner (Component, API, Resource, System, Domain)."""
+
+    record: strawberry.Private[EntityRecord]
+
+    @strawberry.field(description="The owner's ref, even when no such entity exists yet.")
+    def owner_ref(self) -> str | None:
+        return self.record.owner_ref
+
+    @strawberry.field(description="The owning group or user.")
+    async def owner(self, info: Info) -> Entity | None:
+        return await _one_by_ref(info, self.record.owner_ref)
+
+
+@strawberry.type
+class _Typed:
+    record: strawberry.Private[EntityRecord]
+
+    @strawberry.field
+    def type(self) -> str | None:
+        return self.record.spec_type
+
+
+@strawberry.type
+class _Lifecycle:
+    record: strawberry.Private[EntityRecord]
+
+    @strawberry.field
+    def lifecycle(self) -> str | None:
+        return self.record.lifecycle
+
+
+@strawberry.type
+class _InSystem:
+    record: strawberry.Private[EntityRecord]
+
+    @strawberry.field
+    async def system(self, info: Info) -> System | None:
+        return await _first_related(info, self, "partOf", "System")  # type: ignore[arg-type]
+
+
+@strawberry.type
+class _Dependencies:
+    @strawberry.field(description="What this depends on (dependsOn).")
+    async def dependencies(self, info: Info) -> list[Entity]:
+        return await _all_related(info, self, "dependsOn")  # type: ignore[arg-type,no-any-return]
+
+    @strawberry.field(description="What depends on this (dependencyOf).")
+    async def dependents(self, info: Info) -> list[Entity]:
+        return await _all_related(info, self, "dependencyOf")  # type: ignore[arg-type,no-any-return]
+
+
+@strawberry.type
+class _Profiled:
+    record: strawberry.Private[EntityRecord]
+
+    @strawberry.field
+    def profile(self) -> Profile:
+        raw = self.record.spec.get("profile")
+        raw = raw if isinstance(raw, dict) else {}
+        return Profile(
+            display_name=_text(raw.get("displayName")),
+            email=_text(raw.get("email")),
+            picture=_text(raw.get("picture")),
+        )
+
+    @strawberry.field(description="Entities this owns directly.")
+    async def owns(self, info: Info) -> list[Entity]:
+        return await _all_related(info, self, "ownerOf")  # type: ignore[arg-type,no-any-return]
+
+
+def _text(value: object) -> str | None:
+    return value if isinstance(value, str) else None
+
+
+@strawberry.type(description="A piece of software: a service, website, library, worker...")
+class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
+    kind_name: ClassVar[str] = "Component"
+
+    @strawberry.field
+    async def provides_apis(self, info: Info) -> list[API]:
+        return await _all_related(info, self, "providesApi", "API")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def consumes_apis(self, info: Info) -> list[API]:
+        return await _all_related(info, self, "consumesApi", "API")  # type: ignore[no-any-return]
+
+    @strawberry.field(description="The component this is part of (spec.subcomponentOf).")
+    async def parent_component(self, info: Info) -> Component | None:
+        return await _first_related(info, self, "partOf", "Component")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def subcomponents(self, info: Info) -> list[Component]:
+        return await _all_related(info, self, "hasPart", "Component")  # type: ignore[no-any-return]
+
+
+@strawberry.type(name="API", description="An interface a component provides or consumes.")
+class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
+    kind_name: ClassVar[str] = "API"
+
+    @strawberry.field(description="The API's definition (OpenAPI, gRPC, ...) as text.")
+    def definition(self) -> str | None:
+        return _text(self.record.spec.get("definition"))
+
+    @strawberry.field
+    async def providers(self, info: Info) -> list[Component]:
+        return await _all_related(info, self, "apiProvidedBy", "Component")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def consumers(self, info: Info) -> list[Component]:
+        return await _all_related(info, self, "apiConsumedBy", "Component")  # type: ignore[no-any-return]
+
+
+@strawberry.type(description="Infrastructure a component needs: a database, a bucket, a topic.")
+class Resource(_Owned, _Typed, _InSystem, _Dependencies, Entity):
+    kind_name: ClassVar[str] = "Resource"
+
+
+@strawberry.type(description="A collection of components, APIs and resources.")
+class System(_Owned, _Typed, Entity):
+    kind_name: ClassVar[str] = "System"
+
+    @strawberry.field
+    async def domain(self, info: Info) -> Domain | None:
+        return await _first_related(info, self, "partOf", "Domain")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def components(self, info: Info) -> list[Component]:
+        return await _all_related(info, self, "hasPart", "Component")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def apis(self, info: Info) -> list[API]:
+        return await _all_related(info, self, "hasPart", "API")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def resources(self, info: Info) -> list[Resource]:
+        return await _all_related(info, self, "hasPart", "Resource")  # type: ignore[no-any-return]
+
+
+@strawberry.type(description="A business area grouping systems.")
+class Domain(_Owned, _Typed, Entity):
+    kind_name: ClassVar[str] = "Domain"
+
+    @strawberry.field
+    async def systems(self, info: Info) -> list[System]:
+        return await _all_related(info, self, "hasPart", "System")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def parent_domain(self, info: Info) -> Domain | None:
+        return await _first_related(info, self, "partOf", "Domain")  # type: ignore[no-any-return]
+
+
+@strawberry.type(description="A team or other organisational unit.")
+class Group(_Typed, _Profiled, Entity):
+    kind_name: ClassVar[str] = "Group"
+
+    @strawberry.field
+    async def parent(self, info: Info) -> Group | None:
+        return await _first_related(info, self, "childOf", "Group")  # type: ignore[no-any-return]
+
+    @strawberry.field
+    async def children(self, info: Info) -> list[Group]:
+        return await _all_related(info, self, "parentOf", "Group")  # type: ignore[no-any-return]
+
+    @strawberry.field(description="Direct members.")
+    async def members(self, info: Info) -> list[User]:
+        return await _all_related(info, self, "hasMember", "User")  # type: ignore[no-any-return]
+
+
+@strawberry.type(description="A person.")
+class User(_Profiled, Entity):
+    kind_name: ClassVar[str] = "User"
+
+    @strawberry.field(description="Groups this person is a direct member of.")
+    async def member_of(self, info: Info) -> list[Group]:
+        return await _all_related(info, self, "memberOf", "Group")  # type: ignore[no-any-return]
+
+
+@strawberry.type(description="A pointer to more catalog files.")
+class Location(_Typed, Entity):
+    kind_name: ClassVar[str] = "Location"
+
+    @strawberry.field
+    def targets(self) -> list[str]:
+        spec = self.record.spec
+        found = [spec["target"]] if isinstance(spec.get("target"), str) else []
+        targets = spec.get("targets")
+        if isinstance(targets, list):
+            found += [t for t in targets if isinstance(t, str)]
+        return found
+
+
+ENTITY_TYPES: tuple[type[Entity], ...] = (
+    Component, API, Resource, System, Domain, Group, User, Location
+)
+_BY_KIND: dict[str, type[Entity]] = {t.kind_name: t for t in ENTITY_TYPES}  # type: ignore[attr-defined]
+
+
+def entity_from_record(record: EntityRecord) -> Entity:
+    cls = _BY_KIND[record.kind]
+    return cls(
+        node_ref=record.ref,
+        record=record,
+        ref=record.ref,
+        kind=record.kind,
+        namespace=record.namespace,
+        name=record.name,
+        title=record.title,
+        description=record.description,
+        tags=record.tags,
+        labels=record.labels,
+        annotations=record.annotations,
+        links=[
+            EntityLink(
+                url=link["url"], title=link.get("title"), icon=link.get("icon"),
+                type=link.get("type"),
+            )
+            for link in record.links
+        ],
+        spec=record.spec,
+        updated_at=record.updated_at,
+    )

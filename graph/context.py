@@ -1,0 +1,24 @@
+"""The per-request context every resolver receives as ``info.context``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import HTTPConnection
+
+from graph.settings import Settings
+from loaders.registry import RequestLoaders
+from sources.db import Database
+
+__all__ = ["Context"]
+
+
+@dataclass(slots=True)
+class Context:
+    request: HTTPConnection | None  # None for in-process execution (CLI, server-side rendering)
+    settings: Settings
+    db: Database
+    loaders: RequestLoaders
+    # Per-request scratch space for plugins, keyed by plugin id.
+    state: dict[str, Any] = field(default_factory=dict)

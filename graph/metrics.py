@@ -1,0 +1,45 @@
+"""Prometheus metrics, one registry per app so several apps can live in one process."""
+
+from __future__ import annotations
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+
+__all__ = ["Metrics"]
+
+# Operation names come from clients; past this many distinct ones, the rest count as "other".
+MAX_OPERATION_LABELS = 200
+
+
+class Metrics:
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.requests = Counter(
+            "atrium_graphql_requests", "GraphQL requests by operation and HTTP status",
+            ["operation", "status"], registry=self.registry,
+        )
+        self.latency = Histogram(
+            "atrium_graphql_request_duration_seconds", "GraphQL request latency by operation",
+            ["operation"], registry=self.registry,
+            buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
+        )
+        self.errors = Counter(
+            "atrium_graphql_errors", "GraphQL errors by operation and code",
+            ["operation", "code"], registry=self.registry,
+        )
+        self.sql_queries = Gauge(
+            "atrium_sql_queries", "SQL statements sent since start", registry=self.registry
+        )
+        self._operations: set[str] = set()
+
+    def operation_label(self, name: str | None) -> str:
+        if not name:
+            return "anonymous"
+        if name in self._operations:
+            return name
+        if len(self._operations) >= MAX_OPERATION_LABELS:
+            return "other"
+        self._operations.add(name)
+        return name
+
+    def render(self) -> bytes:
+        return generate_latest(self.registry)

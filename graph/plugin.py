@@ -1,0 +1,132 @@
+"""The plugin API: the whole surface a plugin sees.
+
+A plugin is an object with an ``id`` and a ``setup(builder)`` method, published under the
+entry-point group ``atrium.plugins``::
+
+    [project.entry-points."atrium.plugins"]
+    hello = "atrium_hello:plugin"
+
+In ``setup`` it adds what it brings: types, query and mutation fields, loaders (named
+``<plugin>.<name>``), schema extensions, SQL migrations and background jobs. Atrium's own
+catalog registers through the same builder. Two plugins claiming one field fail at start-up,
+naming both.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+
+import strawberry
+from strawberry.dataloader import DataLoader
+from strawberry.extensions import SchemaExtension
+from strawberry.scalars import JSON
+from strawberry.types import Info as StrawberryInfo
+
+from graph.context import Context
+from graph.settings import Settings
+from loaders.registry import LoaderFactory, LoaderServices
+
+if TYPE_CHECKING:
+    from graph.assembly import Assembly
+
+__all__ = [
+    "JSON",
+    "BackgroundJob",
+    "Context",
+    "DataLoader",
+    "Info",
+    "LoaderServices",
+    "Plugin",
+    "PluginBuilder",
+    "PluginConflict",
+    "SchemaExtension",
+    "Settings",
+    "strawberry",
+]
+
+Info: TypeAlias = StrawberryInfo[Context, None]
+
+
+class PluginConflict(Exception):
+    """Two plugins claimed the same name, or a plugin broke a rule of the API."""
+
+
+@runtime_checkable
+class Plugin(Protocol):
+    id: str
+
+    def setup(self, builder: PluginBuilder) -> None: ...
+
+
+@dataclass(frozen=True, slots=True)
+class BackgroundJob:
+    """A coroutine run every ``interval`` seconds while the app serves; errors are logged."""
+
+    name: str
+    run: Callable[[Any], Awaitable[None]]  # receives the app's services
+    interval: float
+
+
+@dataclass(slots=True)
+class _Contribution:
+    plugin_id: str
+    query: list[type] = field(default_factory=list)
+    mutation: list[type] = field(default_factory=list)
+    types: list[type] = field(default_factory=list)
+    loaders: dict[str, LoaderFactory] = field(default_factory=dict)
+    extensions: list[Any] = field(default_factory=list)
+    migrations: Path | None = None
+    jobs: list[BackgroundJob] = field(default_factory=list)
+
+
+class PluginBuilder:
+    """Collects one plugin's contributions; the assembly checks them against everyone else's."""
+
+    def __init__(self, plugin_id: str, settings: Settings, assembly: Assembly) -> None:
+        self.plugin_id = plugin_id
+        self.settings = settings
+        self._assembly = assembly
+        self._contribution = _Contribution(plugin_id)
+
+    def query(self, fields: type) -> type:
+        """A ``@strawberry.type`` class whose fields join the root ``Query``; usable as decorator."""
+        self._contribution.query.append(_strawberry_type(fields))
+        return fields
+
+    def mutation(self, fields: type) -> type:
+        """A ``@strawberry.type`` class whose fields join the root ``Mutation``."""
+        self._contribution.mutation.append(_strawberry_type(fields))
+        return fields
+
+    def types(self, *types: type) -> None:
+        """Types the schema must know though no field names them (implementations of an interface)."""
+        self._contribution.types.extend(types)
+
+    def loader(self, name: str, factory: LoaderFactory) -> str:
+        """Register a per-request loader; returns its full name ``<plugin>.<name>``."""
+        if "." in name:
+            raise PluginConflict(f"plugin {self.plugin_id}: loader name {name!r} must not contain '.'")
+        full = f"{self.plugin_id}.{name}"
+        if full in self._contribution.loaders:
+            raise PluginConflict(f"plugin {self.plugin_id} registers loader {full} twice")
+        self._contribution.loaders[full] = factory
+        return full
+
+    def extension(self, extension: type[SchemaExtension] | Callable[[], SchemaExtension]) -> None:
+        self._contribution.extensions.append(extension)
+
+    def migrations(self, directory: Path) -> None:
+        """A folder of ``NNNN_name.sql`` files, numbered independently of other plugins'."""
+        self._contribution.migrations = directory
+
+    def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
+        self._contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))
+
+
+def _strawberry_type(cls: type) -> type:
+    if not hasattr(cls, "__strawberry_definition__"):
+        raise PluginConflict(f"{cls.__qualname__} must be decorated with @strawberry.type")
+    return cls

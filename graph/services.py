@@ -1,0 +1,63 @@
+"""Everything the app holds between requests, built by ``create_app`` and the lifespan."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from starlette.requests import HTTPConnection
+from strawberry.types import ExecutionResult
+from strawberry.types.graphql import OperationType
+
+from graph.assembly import Assembly
+from graph.context import Context
+from graph.metrics import Metrics
+from graph.settings import Settings
+from loaders.registry import LoaderServices
+from sources.db import Database
+
+__all__ = ["Services"]
+
+
+@dataclass(slots=True)
+class Services:
+    settings: Settings
+    assembly: Assembly
+    metrics: Metrics
+    db: Database | None = None  # set by the lifespan
+    extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
+
+    @property
+    def database(self) -> Database:
+        if self.db is None:
+            raise RuntimeError("the app has not started: the database is not connected")
+        return self.db
+
+    def context(self, request: HTTPConnection | None) -> Context:
+        db = self.database
+        return Context(
+            request=request,
+            settings=self.settings,
+            db=db,
+            loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras)),
+        )
+
+    async def execute(
+        self,
+        query: str | None,
+        variables: dict[str, Any] | None = None,
+        operation_name: str | None = None,
+        *,
+        request: HTTPConnection | None = None,
+        allowed: Iterable[OperationType] | None = None,
+    ) -> ExecutionResult:
+        """Run one operation with a fresh context: the HTTP view and in-process callers share it."""
+        assert self.assembly.schema is not None
+        return await self.assembly.schema.execute(
+            query,
+            variable_values=variables,
+            context_value=self.context(request),
+            operation_name=operation_name,
+            allowed_operation_types=allowed,
+        )

@@ -1,0 +1,253 @@
+"""``/graphql`` over HTTP, as the GraphQL-over-HTTP draft describes it.
+
+- ``application/graphql-response+json`` unless the client accepts only ``application/json``;
+  under the former a request that fails before execution gets 400 (parse) or 422 (validation,
+  variables), under the latter GraphQL errors travel with 200 as legacy clients expect.
+- GET runs queries only: a mutation over GET is 405 with ``Allow: POST``.
+- POST takes ``application/json`` (one operation, or a batch as a list); other bodies are 415.
+- The body is capped before it is read whole, so a huge request costs nothing to refuse.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import orjson
+from graphql import GraphQLSyntaxError
+from starlette.requests import Request
+from starlette.responses import HTMLResponse, Response
+from strawberry.exceptions import MissingQueryError
+from strawberry.http.ides import get_graphql_ide_html
+from strawberry.schema.exceptions import CannotGetOperationTypeError, InvalidOperationTypeError
+from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+from strawberry.types.graphql import OperationType
+
+from graph.errors import error_code, format_error
+from graph.services import Services
+
+__all__ = ["graphql_endpoint"]
+
+log = logging.getLogger("atrium.http")
+
+GRAPHQL_RESPONSE = "application/graphql-response+json"
+JSON = "application/json"
+_OPERATION_NAME = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
+_QUERY_ONLY = frozenset({OperationType.QUERY})
+_ALL_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
+
+
+class HTTPError(Exception):
+    """A request the server will not run: answered with ``status`` and one error message."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+        self.headers = headers or {}
+
+
+@dataclass(slots=True)
+class Operation:
+    query: str | None
+    variables: dict[str, Any] | None
+    operation_name: str | None
+    extensions: dict[str, Any] | None
+
+    @property
+    def label(self) -> str | None:
+        if self.operation_name:
+            return self.operation_name
+        match = _OPERATION_NAME.match(self.query or "")
+        return match[1] if match else None
+
+
+@dataclass(slots=True)
+class Outcome:
+    status: int
+    body: dict[str, Any]
+    label: str | None
+
+
+async def graphql_endpoint(request: Request) -> Response:
+    services: Services = request.app.state.services
+    started = time.perf_counter()
+    media_type = JSON
+    label: str | None = None
+    try:
+        media_type = _negotiate(request.headers.get("accept"))
+        if request.method == "GET" and media_type == "text/html":
+            return _ide(services)
+        if media_type == "text/html":
+            raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
+        if request.method not in ("GET", "POST"):
+            raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
+        payload = _read_get(request) if request.method == "GET" else await _read_post(request, services)
+        if isinstance(payload, list):
+            if not payload:
+                raise HTTPError(400, "an empty batch has nothing to run")
+            if len(payload) > services.settings.max_batch:
+                raise HTTPError(400, f"a batch may hold at most {services.settings.max_batch} operations")
+            outcomes = [await _run(request, services, _operation(p), media_type) for p in payload]
+            label = ",".join(o.label or "anonymous" for o in outcomes)
+            body = orjson.dumps([o.body for o in outcomes])
+            status = 200
+        else:
+            outcome = await _run(request, services, _operation(payload), media_type)
+            label, status, body = outcome.label, outcome.status, orjson.dumps(outcome.body)
+        response = Response(body, status_code=status, media_type=media_type)
+    except HTTPError as exc:
+        status = exc.status
+        response = Response(
+            orjson.dumps({"errors": [{"message": exc.message, "extensions": {"code": "BAD_REQUEST"}}]}),
+            status_code=exc.status,
+            media_type=media_type if media_type != "text/html" else JSON,
+            headers=exc.headers,
+        )
+    elapsed = time.perf_counter() - started
+    operation = services.metrics.operation_label(label)
+    services.metrics.requests.labels(operation, str(status)).inc()
+    services.metrics.latency.labels(operation).observe(elapsed)
+    log.info(
+        "graphql request",
+        extra={
+            "method": request.method, "operation": label or "anonymous", "status": status,
+            "duration_ms": round(elapsed * 1000, 2),
+        },
+    )
+    return response
+
+
+def _negotiate(accept: str | None) -> str:
+    """The response media type for an Accept header; ``text/html`` means a browser asked."""
+    if not accept:
+        return GRAPHQL_RESPONSE
+    ranked: list[tuple[float, int, str]] = []
+    for index, part in enumerate(accept.split(",")):
+        media, _, params = part.strip().partition(";")
+        quality = 1.0
+        for param in params.split(";"):
+            key, _, value = param.strip().partition("=")
+            if key == "q":
+                try:
+                    quality = float(value)
+                except ValueError:
+                    quality = 0.0
+        if quality > 0:
+            ranked.append((-quality, index, media.strip().lower()))
+    for _, _, media in sorted(ranked):
+        if media in (GRAPHQL_RESPONSE, "application/*", "*/*"):
+            return GRAPHQL_RESPONSE
+        if media == JSON:
+            return JSON
+        if media == "text/html":
+            return "text/html"
+    raise HTTPError(406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}")
+
+
+def _read_get(request: Request) -> dict[str, Any]:
+    params: dict[str, Any] = dict(request.query_params)
+    for key in ("variables", "extensions"):
+        if params.get(key):
+            try:
+                params[key] = orjson.loads(params[key])
+            except orjson.JSONDecodeError:
+                raise HTTPError(400, f"the {key} parameter is not valid JSON") from None
+    return params
+
+
+async def _read_post(request: Request, services: Services) -> Any:
+    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
+    if content_type != JSON:
+        raise HTTPError(415, f"POST a body of type {JSON}")
+    limit = services.settings.max_body_bytes
+    declared = request.headers.get("content-length")
+    if declared is not None and declared.isdigit() and int(declared) > limit:
+        raise HTTPError(413, f"the body is larger than {limit} bytes")
+    chunks = []
+    size = 0
+    async for chunk in request.stream():
+        size += len(chunk)
+        if size > limit:
+            raise HTTPError(413, f"the body is larger than {limit} bytes")
+        chunks.append(chunk)
+    try:
+        return orjson.loads(b"".join(chunks))
+    except orjson.JSONDecodeError as exc:
+        raise HTTPError(400, f"the body is not valid JSON: {exc}") from None
+
+
+def _operation(payload: Any) -> Operation:
+    if not isinstance(payload, dict):
+        raise HTTPError(400, "a request is a JSON object with a query")
+    query = payload.get("query")
+    variables = payload.get("variables")
+    name = payload.get("operationName")
+    extensions = payload.get("extensions")
+    if query is not None and not isinstance(query, str):
+        raise HTTPError(400, "query must be a string")
+    if variables is not None and not isinstance(variables, dict):
+        raise HTTPError(400, "variables must be an object")
+    if name is not None and not isinstance(name, str):
+        raise HTTPError(400, "operationName must be a string")
+    if extensions is not None and not isinstance(extensions, dict):
+        raise HTTPError(400, "extensions must be an object")
+    if not query:
+        raise HTTPError(400, "no query was given")
+    return Operation(query, variables, name or None, extensions)
+
+
+async def _run(request: Request, services: Services, operation: Operation, media_type: str) -> Outcome:
+    allowed = _QUERY_ONLY if request.method == "GET" else _ALL_OPERATIONS
+    try:
+        result = await services.execute(
+            operation.query,
+            operation.variables,
+            operation.operation_name,
+            request=request,
+            allowed=allowed,
+        )
+    except InvalidOperationTypeError as exc:
+        if exc.operation_type is OperationType.MUTATION and request.method == "GET":
+            raise HTTPError(405, "mutations are not allowed over GET; use POST", {"Allow": "POST"}) from None
+        raise HTTPError(400, "subscriptions need a websocket") from None
+    except CannotGetOperationTypeError as exc:
+        raise HTTPError(400, exc.as_http_error_reason()) from None
+    except MissingQueryError:
+        raise HTTPError(400, "no query was given") from None
+    label = operation.label
+    for error in result.errors or ():
+        services.metrics.errors.labels(services.metrics.operation_label(label), error_code(error)).inc()
+    return Outcome(_status(result, media_type), _body(result), label)
+
+
+def _status(result: ExecutionResult, media_type: str) -> int:
+    if media_type == JSON or not result.errors or result.data is not None:
+        return 200
+    if isinstance(result, PreExecutionError):
+        return 400 if any(isinstance(e, GraphQLSyntaxError) for e in result.errors) else 422
+    # No data and errors without a path: the variables did not coerce.
+    return 422 if all(e.path is None for e in result.errors) else 200
+
+
+def _body(result: ExecutionResult) -> dict[str, Any]:
+    body: dict[str, Any] = {}
+    if not isinstance(result, PreExecutionError) and not (
+        result.data is None and result.errors and all(e.path is None for e in result.errors)
+    ):
+        body["data"] = result.data
+    if result.errors:
+        body["errors"] = [format_error(e) for e in result.errors]
+    if result.extensions:
+        body["extensions"] = result.extensions
+    return body
+
+
+def _ide(services: Services) -> Response:
+    if services.settings.production:
+        raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
+    return HTMLResponse(get_graphql_ide_html(graphql_ide="graphiql"))

@@ -1,0 +1,1 @@
+"""DataLoaders per access path, built per request, with their batch functions."""

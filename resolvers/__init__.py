@@ -1,0 +1,1 @@
+"""Root query and mutation logic per domain: thin functions over loaders and sources."""

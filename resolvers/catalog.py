@@ -1,0 +1,171 @@
+"""Catalog resolvers: they turn arguments into loader calls and named queries."""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from dataclasses import dataclass
+
+import orjson
+
+from loaders.catalog import ENTITY_BY_REF, RELATED_REFS
+from loaders.registry import RequestLoaders
+from sources.catalog import queries
+from sources.catalog.documents import parse_documents
+from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Order, SearchQuery
+from sources.catalog.refs import canonical_kind, normalize_ref
+from sources.catalog.store import ApplyResult, apply_batch
+from sources.db import Database
+from sources.errors import CatalogError
+
+__all__ = [
+    "EntitiesPage",
+    "FilterArgs",
+    "apply_entities",
+    "count",
+    "entities_page",
+    "entity",
+    "facets",
+    "related",
+    "related_refs",
+]
+
+
+class InvalidCursor(CatalogError):
+    pass
+
+
+@dataclass(frozen=True, slots=True)
+class FilterArgs:
+    """Filter values as a client wrote them: refs may be partial, kinds in any case."""
+
+    kind: list[str] | None = None
+    type: list[str] | None = None
+    owner: list[str] | None = None
+    lifecycle: list[str] | None = None
+    tag: list[str] | None = None
+    system: list[str] | None = None
+    namespace: list[str] | None = None
+    labels: dict[str, str] | None = None
+
+    def normalise(self) -> EntityFilter:
+        return EntityFilter(
+            kinds=_each(self.kind, canonical_kind),
+            types=self.type or None,
+            owners=_each(self.owner, lambda r: normalize_ref(r, default_kind="Group")),
+            lifecycles=self.lifecycle or None,
+            tags=[t.lower() for t in self.tag] if self.tag else None,
+            systems=_each(self.system, lambda r: normalize_ref(r, default_kind="System")),
+            namespaces=[n.lower() for n in self.namespace] if self.namespace else None,
+            labels=self.labels or None,
+        )
+
+
+def _each(values: list[str] | None, fn: object) -> list[str] | None:
+    if not values:
+        return None
+    return [fn(v) for v in values]  # type: ignore[operator]
+
+
+@dataclass(frozen=True, slots=True)
+class EntitiesPage:
+    records: list[EntityRecord]
+    cursors: list[str]
+    has_next: bool
+    has_previous: bool
+    where: EntityFilter
+    search: SearchQuery | None
+
+
+async def entity(loaders: RequestLoaders, ref: str) -> EntityRecord | None:
+    return await loaders[ENTITY_BY_REF].load(normalize_ref(ref))  # type: ignore[no-any-return]
+
+
+async def related_refs(loaders: RequestLoaders, ref: str, relation: str) -> list[str]:
+    return await loaders[RELATED_REFS].load((ref, relation))  # type: ignore[no-any-return]
+
+
+async def related(
+    loaders: RequestLoaders, ref: str, relation: str, kind: str | None = None
+) -> list[EntityRecord]:
+    """Existing entities at the end of a relation; refs that resolve to nothing are left out."""
+    refs = await related_refs(loaders, ref, relation)
+    if kind is not None:
+        prefix = f"{kind.lower()}:"
+        refs = [r for r in refs if r.startswith(prefix)]
+    records = await loaders[ENTITY_BY_REF].load_many(refs)
+    return [r for r in records if r is not None]
+
+
+async def entities_page(
+    db: Database,
+    loaders: RequestLoaders,
+    filter_args: FilterArgs | None,
+    search: str | None,
+    *,
+    order: Order | None,
+    first: int,
+    after: str | None,
+) -> EntitiesPage:
+    """One page of a filtered, searched list; relevance order by default when searching."""
+    where = (filter_args or FilterArgs()).normalise()
+    prepared = await queries.prepare_search(db, search) if search and search.strip() else None
+    if order is None:
+        order = Order.RELEVANCE if prepared is not None else Order.NAME
+    elif order is Order.RELEVANCE and prepared is None:
+        raise CatalogError("ordering by relevance needs a search")
+    relevance = order is Order.RELEVANCE
+    position = _decode_cursor(after, relevance=relevance) if after else None
+    records = await queries.list_entities(
+        db, where, prepared, order=order, after=position, limit=first + 1
+    )
+    has_next = len(records) > first
+    records = records[:first]
+    by_ref = loaders[ENTITY_BY_REF]
+    for record in records:
+        by_ref.prime(record.ref, record)
+    if relevance:
+        start = position if isinstance(position, int) else 0
+        cursors = [_encode_cursor(start + i + 1) for i in range(len(records))]
+    else:
+        cursors = [_encode_cursor([r.name.lower(), r.ref]) for r in records]
+    return EntitiesPage(records, cursors, has_next, after is not None, where, prepared)
+
+
+async def count(db: Database, page: EntitiesPage) -> int:
+    return await queries.count_entities(db, page.where, page.search)
+
+
+async def facets(
+    db: Database, field: FacetField, filter_args: FilterArgs | None, search: str | None, limit: int
+) -> list[tuple[str, int]]:
+    where = (filter_args or FilterArgs()).normalise()
+    prepared = await queries.prepare_search(db, search) if search and search.strip() else None
+    return await queries.facet_counts(db, field, where, prepared, limit)
+
+
+async def apply_entities(db: Database, yaml_text: str, location: str) -> ApplyResult:
+    """Validate and store the documents of one YAML text as coming from ``location``.
+
+    A caller's location is its own: re-applying it without an entity removes that entity.
+    """
+    return await apply_batch(db, parse_documents(yaml_text, location))
+
+
+def _encode_cursor(value: object) -> str:
+    return base64.urlsafe_b64encode(orjson.dumps(value)).decode()
+
+
+def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
+    try:
+        value = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
+    except (binascii.Error, ValueError, orjson.JSONDecodeError):
+        raise InvalidCursor(f"cursor {cursor[:40]!r} is not one this API issued") from None
+    if relevance and isinstance(value, int) and value >= 0:
+        return value
+    if (
+        not relevance and isinstance(value, list) and len(value) == 2
+        and all(isinstance(v, str) for v in value)
+    ):
+        return value[0], value[1]
+    raise InvalidCursor("cursor does not belong to this ordering or search")

@@ -1,0 +1,1 @@
+"""Adapters to the outside world. Nothing here knows about GraphQL."""

@@ -1,0 +1,241 @@
+"""Reading the catalog: entities by ref, relations, filtered and searched lists, facets."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from enum import Enum
+from typing import Any, Final
+
+import asyncpg
+
+from sources.catalog.vocabulary import corrections
+from sources.db import Executor
+
+__all__ = [
+    "EntityFilter",
+    "EntityRecord",
+    "FacetField",
+    "Order",
+    "SearchQuery",
+    "count_entities",
+    "entities_by_refs",
+    "facet_counts",
+    "list_entities",
+    "prepare_search",
+    "relations_of",
+]
+
+COLUMNS: Final = """
+    e.id, e.ref, e.kind, e.namespace, e.name, e.title, e.description, e.spec_type, e.lifecycle,
+    e.owner_ref, e.system_ref, e.tags, e.labels, e.annotations, e.links, e.spec, e.updated_at
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class EntityRecord:
+    id: int
+    ref: str
+    kind: str
+    namespace: str
+    name: str
+    title: str | None
+    description: str | None
+    spec_type: str | None
+    lifecycle: str | None
+    owner_ref: str | None
+    system_ref: str | None
+    tags: list[str]
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    links: list[dict[str, str]]
+    spec: dict[str, Any]
+    updated_at: datetime
+
+    @classmethod
+    def from_row(cls, row: asyncpg.Record) -> EntityRecord:
+        return cls(*row[:17])
+
+
+@dataclass(frozen=True, slots=True)
+class EntityFilter:
+    """Each field is any-of; fields combine with and. Refs and kinds are already normalised."""
+
+    kinds: list[str] | None = None
+    types: list[str] | None = None
+    owners: list[str] | None = None
+    lifecycles: list[str] | None = None
+    tags: list[str] | None = None
+    systems: list[str] | None = None
+    namespaces: list[str] | None = None
+    labels: dict[str, str] | None = None
+
+    def params(self) -> tuple[Any, ...]:
+        return (
+            self.kinds, self.types, self.owners, self.lifecycles, self.tags, self.systems,
+            self.namespaces, self.labels,
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class SearchQuery:
+    """A user's search, turned into a tsquery text of sanitised prefixes and corrections."""
+
+    text: str
+    tsquery: str | None  # None: nothing searchable in the text; matches nothing
+
+
+class FacetField(Enum):
+    KIND = "kind"
+    TYPE = "spec_type"
+    OWNER = "owner_ref"
+    LIFECYCLE = "lifecycle"
+    NAMESPACE = "namespace"
+    SYSTEM = "system_ref"
+    TAG = "tag"
+
+
+# $1..$8 are EntityFilter.params(); $9 a tsquery text or null.
+_WHERE: Final = """
+    ($1::text[] is null or e.kind = any($1))
+    and ($2::text[] is null or e.spec_type = any($2))
+    and ($3::text[] is null or e.owner_ref = any($3))
+    and ($4::text[] is null or e.lifecycle = any($4))
+    and ($5::text[] is null or e.tags && $5)
+    and ($6::text[] is null or e.system_ref = any($6))
+    and ($7::text[] is null or e.namespace = any($7))
+    and ($8::jsonb is null or e.labels @> $8)
+    and ($9::text is null or e.search @@ to_tsquery('english', $9))
+"""
+
+BY_REFS: Final = f"select {COLUMNS} from entities e where e.ref = any($1::text[])"
+
+RELATIONS_BY_KEYS: Final = """
+select distinct r.source_ref, r.type, r.target_ref
+from relations r
+join unnest($1::text[], $2::text[]) as k(ref, type) on r.source_ref = k.ref and r.type = k.type
+order by r.source_ref, r.type, r.target_ref
+"""
+
+# Keyset pagination on (lower(name), ref): stable under inserts, fast at any depth.
+LIST_BY_NAME: Final = f"""
+select {COLUMNS} from entities e
+where {_WHERE}
+  and ($10::text is null or (lower(e.name), e.ref) > ($10, $11))
+order by lower(e.name), e.ref
+limit $12
+"""
+LIST_BY_NAME_DESC: Final = f"""
+select {COLUMNS} from entities e
+where {_WHERE}
+  and ($10::text is null or (lower(e.name), e.ref) < ($10, $11))
+order by lower(e.name) desc, e.ref desc
+limit $12
+"""
+# Relevance: title and name matches weigh most; an exact name beats everything. Offset-paged,
+# since scores are not a stable key.
+LIST_BY_RELEVANCE: Final = f"""
+select {COLUMNS} from entities e
+where {_WHERE}
+order by (lower(e.name) = $10) desc,
+         ts_rank(e.search, to_tsquery('english', $9)) desc,
+         e.ref
+offset $11 limit $12
+"""
+COUNT: Final = f"select count(*) from entities e where {_WHERE}"
+
+FACETS: Final = {
+    field: f"""
+    select e.{field.value} as value, count(*) as count from entities e
+    where {_WHERE} and e.{field.value} is not null
+    group by 1 order by 2 desc, 1 limit $10
+    """
+    for field in FacetField
+    if field is not FacetField.TAG
+} | {
+    FacetField.TAG: f"""
+    select t.value, count(*) as count from entities e cross join unnest(e.tags) as t(value)
+    where {_WHERE}
+    group by 1 order by 2 desc, 1 limit $10
+    """
+}
+
+_QUERY_WORD: Final = re.compile(r"[^\W_]+")
+MAX_QUERY_WORDS: Final = 8
+
+
+async def entities_by_refs(db: Executor, refs: list[str]) -> dict[str, EntityRecord]:
+    return {r["ref"]: EntityRecord.from_row(r) for r in await db.fetch(BY_REFS, refs)}
+
+
+async def relations_of(db: Executor, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    found: dict[tuple[str, str], list[str]] = {}
+    rows = await db.fetch(RELATIONS_BY_KEYS, [k[0] for k in keys], [k[1] for k in keys])
+    for row in rows:
+        found.setdefault((row["source_ref"], row["type"]), []).append(row["target_ref"])
+    return found
+
+
+async def prepare_search(db: Executor, text: str) -> SearchQuery:
+    """Turn free text into a tsquery: each word as a prefix, or'ed with its spelling fixes.
+
+    Only letters and digits reach the tsquery, so no input can inject tsquery syntax.
+    """
+    query_words = [w.lower() for w in _QUERY_WORD.findall(text)][:MAX_QUERY_WORDS]
+    if not query_words:
+        return SearchQuery(text, None)
+    fixes = await corrections(db, query_words)
+    groups = []
+    for word in query_words:
+        alternatives = [f"{word}:*", *(t for t in fixes.get(word, []) if t != word)]
+        groups.append("(" + " | ".join(alternatives) + ")")
+    return SearchQuery(text, " & ".join(groups))
+
+
+class Order(Enum):
+    NAME = "name"
+    NAME_DESC = "name_desc"
+    RELEVANCE = "relevance"
+
+
+async def list_entities(
+    db: Executor,
+    where: EntityFilter,
+    search: SearchQuery | None,
+    *,
+    order: Order,
+    after: tuple[str, str] | int | None,
+    limit: int,
+) -> list[EntityRecord]:
+    """One page. ``after`` is a (name, ref) key for name order, an offset for relevance."""
+    tsquery = search.tsquery if search else None
+    if search is not None and tsquery is None:
+        return []
+    if order is Order.RELEVANCE:
+        if search is None:
+            raise ValueError("relevance order needs a search")
+        offset = after if isinstance(after, int) else 0
+        rows = await db.fetch(
+            LIST_BY_RELEVANCE, *where.params(), tsquery, search.text.strip().lower(), offset, limit
+        )
+    else:
+        key = after if isinstance(after, tuple) else (None, None)
+        sql = LIST_BY_NAME_DESC if order is Order.NAME_DESC else LIST_BY_NAME
+        rows = await db.fetch(sql, *where.params(), tsquery, key[0], key[1], limit)
+    return [EntityRecord.from_row(r) for r in rows]
+
+
+async def count_entities(db: Executor, where: EntityFilter, search: SearchQuery | None) -> int:
+    if search is not None and search.tsquery is None:
+        return 0
+    return int(await db.fetchval(COUNT, *where.params(), search.tsquery if search else None))
+
+
+async def facet_counts(
+    db: Executor, field: FacetField, where: EntityFilter, search: SearchQuery | None, limit: int
+) -> list[tuple[str, int]]:
+    if search is not None and search.tsquery is None:
+        return []
+    rows = await db.fetch(FACETS[field], *where.params(), search.tsquery if search else None, limit)
+    return [(r["value"], r["count"]) for r in rows]

@@ -1,0 +1,122 @@
+"""Writing entities: one transaction per batch, and nothing written for what did not change."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from sources.catalog.documents import DocumentError, ParsedBatch
+from sources.catalog.model import Entity
+from sources.catalog.vocabulary import record_terms
+from sources.db import Database, Executor
+
+__all__ = ["ApplyResult", "apply_batch"]
+
+
+@dataclass(slots=True)
+class ApplyResult:
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    unchanged: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+    errors: list[DocumentError] = field(default_factory=list)
+
+    @property
+    def changed(self) -> list[str]:
+        return self.created + self.updated + self.deleted
+
+
+_EXISTING = """
+select ref, hash, origin, managed_by from entities where ref = any($1::text[]) for update
+"""
+_UPSERT = """
+insert into entities (
+    ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
+    tags, labels, annotations, links, spec, document, hash, origin, managed_by
+) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+on conflict (ref) do update set
+    kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
+    title = excluded.title, description = excluded.description,
+    spec_type = excluded.spec_type, lifecycle = excluded.lifecycle,
+    owner_ref = excluded.owner_ref, system_ref = excluded.system_ref, tags = excluded.tags,
+    labels = excluded.labels, annotations = excluded.annotations, links = excluded.links,
+    spec = excluded.spec, document = excluded.document, hash = excluded.hash,
+    origin = excluded.origin, managed_by = excluded.managed_by, updated_at = now()
+"""
+_DROP_RELATIONS = "delete from relations where origin_ref = any($1::text[])"
+_ADD_RELATIONS = """
+insert into relations (source_ref, type, target_ref, origin_ref)
+select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
+on conflict do nothing
+"""
+_ORPHANS = """
+delete from entities
+where origin = any($1::text[]) and ref <> all($2::text[]) and managed_by = $3
+returning ref
+"""
+
+
+async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "catalog") -> ApplyResult:
+    """Store a parsed batch in one transaction.
+
+    Documents that failed validation are already in ``batch.errors`` and are skipped; an entity
+    that collides with another (the same ref twice, or a ref another manager owns) joins them.
+    Entities an origin held before and no longer does are deleted, but only for origins read
+    whole: a file with a broken document keeps everything it had.
+    """
+    result = ApplyResult(errors=list(batch.errors))
+    incoming: dict[str, tuple[str, Entity]] = {}
+    for origin, entity in batch.entities:
+        if entity.ref in incoming:
+            result.errors.append(DocumentError(
+                origin, None, "metadata.name",
+                f"{entity.ref} is defined twice; the first, from {incoming[entity.ref][0]}, wins",
+            ))
+            continue
+        incoming[entity.ref] = (origin, entity)
+
+    async with db.transaction() as tx:
+        existing = {r["ref"]: r for r in await tx.fetch(_EXISTING, list(incoming))}
+        to_write: list[tuple[str, Entity]] = []
+        for ref, (origin, entity) in incoming.items():
+            row = existing.get(ref)
+            if row is not None and row["managed_by"] != managed_by:
+                result.errors.append(DocumentError(
+                    origin, None, "metadata.name",
+                    f"{ref} is managed by {row['managed_by']} and cannot be changed here",
+                ))
+            elif row is not None and row["hash"] == entity.hash and row["origin"] == origin:
+                result.unchanged.append(ref)
+            else:
+                (result.updated if row is not None else result.created).append(ref)
+                to_write.append((origin, entity))
+
+        if to_write:
+            await _write(tx, to_write, managed_by)
+        complete = sorted(batch.complete_origins)
+        if complete:
+            deleted = [r["ref"] for r in await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)]
+            if deleted:
+                await tx.execute(_DROP_RELATIONS, deleted)
+            result.deleted = deleted
+    return result
+
+
+async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> None:
+    await tx.executemany(_UPSERT, [
+        (
+            e.ref, e.kind, e.namespace, e.name, e.title, e.description, e.spec_type, e.lifecycle,
+            e.owner_ref, e.system_ref, e.tags, e.labels, e.annotations, e.links, e.spec,
+            e.document, e.hash, origin, managed_by,
+        )
+        for origin, e in items
+    ])
+    refs = [e.ref for _, e in items]
+    await tx.execute(_DROP_RELATIONS, refs)
+    relations = [(r, e.ref) for _, e in items for r in e.relations]
+    if relations:
+        await tx.execute(
+            _ADD_RELATIONS,
+            [r.source_ref for r, _ in relations], [r.type for r, _ in relations],
+            [r.target_ref for r, _ in relations], [origin for _, origin in relations],
+        )
+    await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))

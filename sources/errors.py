@@ -1,0 +1,49 @@
+"""Errors raised by Atrium's sources.
+
+    AtriumError
+    ├── DatabaseUnavailable       the database cannot be reached or started
+    ├── MigrationError            a migration failed, or an applied one was changed
+    └── CatalogError
+        ├── InvalidRef            an entity reference that does not parse
+        └── EntityValidationError an entity document that breaks the model's rules
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "AtriumError",
+    "CatalogError",
+    "DatabaseUnavailable",
+    "EntityValidationError",
+    "InvalidRef",
+    "MigrationError",
+]
+
+
+class AtriumError(Exception):
+    """Base of every error Atrium raises on purpose."""
+
+
+class DatabaseUnavailable(AtriumError):
+    pass
+
+
+class MigrationError(AtriumError):
+    pass
+
+
+class CatalogError(AtriumError):
+    pass
+
+
+class InvalidRef(CatalogError):
+    pass
+
+
+class EntityValidationError(CatalogError):
+    """``field`` is a dotted path into the document, such as ``metadata.name``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

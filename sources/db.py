@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import warnings
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -114,12 +115,15 @@ def embedded_database_url(data_dir: Path) -> str:
     pgserver keeps one server per data directory; processes sharing the directory share the
     server, and the last one to let go stops it.
     """
-    import pgserver
-
     data_dir.mkdir(parents=True, exist_ok=True)
     pgdata = data_dir / "pgdata"
     try:
-        server = pgserver.get_server(pgdata, cleanup_mode="stop")
+        with warnings.catch_warnings():
+            # platformdirs warns when XDG_RUNTIME_DIR is unset (root shells, containers).
+            warnings.simplefilter("ignore")
+            import pgserver
+
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")
     except Exception as exc:  # pgserver raises bare exceptions from initdb/pg_ctl
         raise DatabaseUnavailable(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}") from exc
     log.info("embedded PostgreSQL running", extra={"pgdata": str(pgdata)})

@@ -16,7 +16,7 @@ from sources.catalog.queries import FacetField as SourceFacetField
 from sources.catalog.queries import Order
 from sources.catalog.store import ApplyResult
 
-__all__ = ["CatalogMutation", "CatalogQuery"]
+__all__ = ["CatalogMutation", "CatalogQuery", "catalog_query"]
 
 
 @strawberry.input(description="Each field matches any of its values; fields combine with AND.")
@@ -137,8 +137,6 @@ class ApplyEntitiesResult:
 
 @strawberry.type
 class CatalogQuery:
-    node: relay.Node | None = relay.node()
-
     @strawberry.field(description="One entity by ref; the kind is required, the namespace optional.")
     async def entity(self, info: Info, ref: str) -> Entity | None:
         record = await resolve.entity(info.context.loaders, ref)
@@ -196,6 +194,17 @@ class CatalogQuery:
             info.context.db, _FACET_FIELDS[field], filter.args() if filter else None, search, first
         )
         return [Facet(value=value, count=count) for value, count in counts]
+
+
+def catalog_query() -> type:
+    """The catalog's root fields with a fresh ``node`` field: Strawberry's relay extension
+    binds to the schema it is first built into, so each schema needs its own."""
+
+    @strawberry.type
+    class CatalogQueryWithNode(CatalogQuery):
+        node: relay.Node | None = relay.node(description="Any object by its global ID.")
+
+    return CatalogQueryWithNode
 
 
 @strawberry.type

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from graph.catalog.fields import CatalogMutation, CatalogQuery
+from graph.catalog.fields import CatalogMutation, catalog_query
 from graph.catalog.types import ENTITY_TYPES
 from graph.plugin import PluginBuilder
 from loaders.catalog import entity_by_ref_loader, related_refs_loader
@@ -14,7 +14,7 @@ class CatalogPlugin:
     id = "catalog"
 
     def setup(self, builder: PluginBuilder) -> None:
-        builder.query(CatalogQuery)
+        builder.query(catalog_query())
         builder.mutation(CatalogMutation)
         builder.types(*ENTITY_TYPES)
         builder.loader("entityByRef", entity_by_ref_loader)

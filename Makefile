@@ -1,0 +1,47 @@
+# Atrium: `make run` serves the demo organisation, `make test` runs every test, `make bench`
+# prints speed as ratios against a baseline measured in the same run.
+
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+export DEBIAN_FRONTEND := noninteractive
+
+.PHONY: run test bench install install-test lint schema clean
+
+run: $(VENV)/.installed
+	$(BIN)/atrium serve --demo
+
+test: $(VENV)/.installed-test
+	$(BIN)/python -m pytest
+
+bench: $(VENV)/.installed-test
+	$(BIN)/python -m bench
+
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
+
+lint: $(VENV)/.installed-test
+	$(BIN)/ruff check .
+	$(BIN)/mypy graph resolvers loaders sources
+
+# Regenerate the committed schema after a deliberate change.
+schema: $(VENV)/.installed
+	$(BIN)/atrium schema print > schema.graphql
+
+# Debian's python3 comes without venv and pip; install them when missing.
+$(BIN)/python:
+	@command -v $(PYTHON) >/dev/null 2>&1 && $(PYTHON) -c 'import venv, ensurepip' 2>/dev/null \
+	  || { apt-get update -q && apt-get install -y -q python3 python3-venv python3-pip; }
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+
+$(VENV)/.installed: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e .
+	touch $@
+
+$(VENV)/.installed-test: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install -q -e '.[test,dev]'
+	touch $@ $(VENV)/.installed
+
+clean:
+	rm -rf $(VENV) .atrium

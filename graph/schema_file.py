@@ -1,0 +1,19 @@
+"""The schema as SDL: what ``atrium schema print`` prints and ``schema.graphql`` commits."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from graph.assembly import assemble, discover_plugins
+from graph.catalog.plugin import CatalogPlugin
+from graph.plugin import Plugin
+from graph.settings import Settings
+
+__all__ = ["schema_sdl"]
+
+
+def schema_sdl(settings: Settings, plugins: Sequence[Plugin] | None = None) -> str:
+    found = list(plugins) if plugins is not None else discover_plugins(settings)
+    schema = assemble(settings, [CatalogPlugin(), *found]).schema
+    assert schema is not None
+    return schema.as_str() + "\n"

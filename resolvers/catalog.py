@@ -49,6 +49,11 @@ class FilterArgs:
     labels: dict[str, str] | None = None
 
     def normalise(self) -> EntityFilter:
+        for values in (self.type, self.lifecycle, self.tag, self.namespace):
+            if values and any("\x00" in v for v in values):
+                raise CatalogError("filter values must not contain NUL characters")
+        if self.labels and any("\x00" in k + v for k, v in self.labels.items()):
+            raise CatalogError("filter values must not contain NUL characters")
         return EntityFilter(
             kinds=_each(self.kind, canonical_kind),
             types=self.type or None,

@@ -186,7 +186,11 @@ def validate_entity(doc: object) -> Entity:
         document=doc,
         relations=list(dict.fromkeys(relations)),
     )
-    entity.hash = hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
+    canonical = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    if b"\\u0000" in canonical:
+        # PostgreSQL stores no NUL character in text or jsonb.
+        raise EntityValidationError("(document)", "contains a NUL character")
+    entity.hash = hashlib.sha256(canonical).hexdigest()
     return entity
 
 

@@ -18,7 +18,7 @@ __all__ = ["corrections", "record_terms", "trigrams", "words"]
 _WORD: Final = re.compile(r"[a-z]+|[0-9]+")
 MIN_WORD: Final = 3
 MAX_WORD: Final = 32
-MIN_SIMILARITY: Final = 0.4
+MIN_SIMILARITY: Final = 0.3  # pg_trgm's default similarity_threshold
 MAX_CORRECTIONS: Final = 3
 
 

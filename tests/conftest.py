@@ -1,0 +1,158 @@
+"""Fixtures: a real PostgreSQL (the local one, or an embedded one), one database per test."""
+
+from __future__ import annotations
+
+import os
+import socket
+import tempfile
+import uuid
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import asyncpg
+import httpx
+import pytest
+from starlette.applications import Starlette
+
+from graph.app import create_app
+from graph.plugin import Plugin
+from graph.settings import Settings
+from sources.db import Database
+from sources.migrations import apply_migrations, core_migrations
+
+ROOT = Path(__file__).resolve().parent.parent
+EXAMPLES = ROOT / "examples"
+
+
+def _port_answers(host: str, port: int) -> bool:
+    try:
+        with socket.create_connection((host, port), timeout=0.5):
+            return True
+    except OSError:
+        return False
+
+
+@pytest.fixture(scope="session")
+def pg_admin_url() -> Iterator[str]:
+    """An admin URL of a PostgreSQL server that tests may create databases on."""
+    url = os.environ.get("ATRIUM_TEST_DATABASE_URL")
+    if url:
+        yield url
+        return
+    if _port_answers("127.0.0.1", 5432):
+        yield "postgresql://postgres@127.0.0.1:5432/postgres"
+        return
+    from sources.db import embedded_database_url
+
+    with tempfile.TemporaryDirectory(prefix="atrium-pg-") as tmp:
+        yield embedded_database_url(Path(tmp))
+
+
+def _with_database(url: str, name: str) -> str:
+    """The same server URL pointing at another database (URLs may carry ?host=socket)."""
+    base, sep, query = url.partition("?")
+    head, _, _ = base.rpartition("/")
+    return f"{head}/{name}{sep}{query}"
+
+
+@asynccontextmanager
+async def _admin(url: str) -> AsyncIterator[asyncpg.Connection]:
+    conn = await asyncpg.connect(url)
+    try:
+        yield conn
+    finally:
+        await conn.close()
+
+
+@pytest.fixture(scope="session")
+async def template_db(pg_admin_url: str) -> AsyncIterator[str]:
+    """A migrated database that each test's database is copied from."""
+    name = f"atrium_tmpl_{uuid.uuid4().hex[:10]}"
+    async with _admin(pg_admin_url) as conn:
+        await conn.execute(f'create database "{name}"')
+    db = await Database.connect(_with_database(pg_admin_url, name), min_size=1, max_size=2)
+    await apply_migrations(db, core_migrations())
+    await db.close()
+    yield name
+    async with _admin(pg_admin_url) as conn:
+        await conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+async def database_url(pg_admin_url: str, template_db: str) -> AsyncIterator[str]:
+    """A fresh, migrated database of this test's own."""
+    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    async with _admin(pg_admin_url) as conn:
+        await conn.execute(f'create database "{name}" template "{template_db}"')
+    yield _with_database(pg_admin_url, name)
+    async with _admin(pg_admin_url) as conn:
+        await conn.execute(f'drop database if exists "{name}" with (force)')
+
+
+@pytest.fixture
+async def db(database_url: str) -> AsyncIterator[Database]:
+    database = await Database.connect(database_url, min_size=1, max_size=4)
+    yield database
+    await database.close()
+
+
+class Client(httpx.AsyncClient):
+    """An HTTP client bound to one running app, with a GraphQL shortcut."""
+
+    app: Starlette
+
+    @property
+    def services(self) -> Any:
+        return self.app.state.services
+
+    async def gql(
+        self, query: str, variables: dict[str, Any] | None = None, *, expect_errors: bool = False
+    ) -> dict[str, Any]:
+        response = await self.post("/graphql", json={"query": query, "variables": variables})
+        body: dict[str, Any] = response.json()
+        if not expect_errors:
+            assert "errors" not in body, body["errors"]
+            assert response.status_code == 200
+        return body
+
+
+AppFactory = Callable[..., Any]
+
+
+@pytest.fixture
+async def make_client(database_url: str) -> AsyncIterator[AppFactory]:
+    """Start apps on this test's database; each is stopped when the test ends."""
+    stack: list[tuple[Starlette, Any, Client]] = []
+
+    async def start(plugins: list[Plugin] | None = None, **overrides: Any) -> Client:
+        settings = Settings(**{"database_url": database_url, **overrides})
+        app = create_app(settings, plugins=plugins if plugins is not None else [])
+        lifespan = app.router.lifespan_context(app)
+        await lifespan.__aenter__()
+        client = Client(transport=httpx.ASGITransport(app=app), base_url="http://atrium.test")
+        client.app = app
+        stack.append((app, lifespan, client))
+        return client
+
+    yield start
+    for _, lifespan, client in reversed(stack):
+        await client.aclose()
+        await lifespan.__aexit__(None, None, None)
+
+
+@pytest.fixture
+async def client(make_client: AppFactory) -> Client:
+    return await make_client()  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def demo_client(client: Client) -> Client:
+    """An app with the demo organisation imported."""
+    from sources.catalog.documents import read_paths
+    from sources.catalog.store import apply_batch
+
+    result = await apply_batch(client.services.db, read_paths([EXAMPLES]))
+    assert not result.errors and len(result.created) > 150
+    return client

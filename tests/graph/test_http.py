@@ -1,0 +1,188 @@
+"""GraphQL over HTTP: media types, status codes and request shapes."""
+
+from __future__ import annotations
+
+import orjson
+import pytest
+
+from tests.conftest import AppFactory, Client
+
+GQL = "application/graphql-response+json"
+QUERY = '{ entity(ref: "component:default/nothing") { ref } }'
+
+
+async def test_post_answers_graphql_response_json_by_default(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": QUERY})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == GQL
+    assert response.json() == {"data": {"entity": None}}
+
+
+async def test_get_runs_queries(client: Client) -> None:
+    response = await client.get(
+        "/graphql",
+        params={"query": "query One($r: String!) { entity(ref: $r) { ref } }", "variables": '{"r": "api:x"}'},
+    )
+    assert response.status_code == 200
+    assert response.json() == {"data": {"entity": None}}
+
+
+async def test_mutations_over_get_are_405_with_allow(client: Client) -> None:
+    response = await client.get("/graphql", params={"query": 'mutation { applyEntities(yaml: "") { unchanged } }'})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "POST"
+    assert "POST" in response.json()["errors"][0]["message"]
+
+
+async def test_parse_error_is_400_without_data(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": "{ entity(ref: "})
+    assert response.status_code == 400
+    body = response.json()
+    assert "data" not in body
+    assert body["errors"][0]["extensions"]["code"] == "GRAPHQL_PARSE_FAILED"
+
+
+async def test_validation_error_is_422(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": "{ nope }"})
+    assert response.status_code == 422
+    assert response.json()["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+
+
+async def test_variables_that_do_not_coerce_are_422(client: Client) -> None:
+    response = await client.post(
+        "/graphql",
+        json={"query": "query Q($r: String!) { entity(ref: $r) { ref } }", "variables": {"r": 5}},
+    )
+    assert response.status_code == 422
+    assert "data" not in response.json()
+
+
+async def test_application_json_clients_get_200_for_graphql_errors(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": "{ nope }"}, headers={"accept": "application/json"})
+    assert response.status_code == 200
+    assert response.headers["content-type"] == "application/json"
+    assert response.json()["errors"]
+
+
+async def test_field_errors_keep_partial_data(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": '{ a: entity(ref: "no kind") { ref } b: entity(ref: "api:x") { ref } }'})
+    assert response.status_code == 200
+    body = response.json()
+    assert body["data"] == {"a": None, "b": None}
+    assert body["errors"][0]["path"] == ["a"]
+    assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+@pytest.mark.parametrize(
+    ("content_type", "body"),
+    [("application/x-www-form-urlencoded", b"query=%7B__typename%7D"), ("text/plain", b'{"query":"{__typename}"}')],
+)
+async def test_other_media_types_are_415(client: Client, content_type: str, body: bytes) -> None:
+    response = await client.post("/graphql", content=body, headers={"content-type": content_type})
+    assert response.status_code == 415
+
+
+async def test_unacceptable_accept_is_406(client: Client) -> None:
+    response = await client.post("/graphql", json={"query": QUERY}, headers={"accept": "application/xml"})
+    assert response.status_code == 406
+
+
+async def test_browsers_get_the_ide_in_development_only(make_client: AppFactory) -> None:
+    dev = await make_client()
+    page = await dev.get("/graphql", headers={"accept": "text/html"})
+    assert page.status_code == 200 and "graphiql" in page.text.lower()
+    prod = await make_client(mode="production")
+    assert (await prod.get("/graphql", headers={"accept": "text/html"})).status_code == 406
+
+
+async def test_other_methods_are_405(client: Client) -> None:
+    response = await client.put("/graphql", json={"query": QUERY})
+    assert response.status_code == 405
+    assert response.headers["allow"] == "GET, POST"
+
+
+@pytest.mark.parametrize(
+    ("payload", "message"),
+    [
+        (b"{not json", "not valid JSON"),
+        (b'"a string"', "JSON object"),
+        (b'{"query": 5}', "query must be a string"),
+        (b'{"query": "{a}", "variables": [1]}', "variables must be an object"),
+        (b"{}", "no query"),
+        (b"[]", "empty batch"),
+    ],
+)
+async def test_malformed_requests_are_400(client: Client, payload: bytes, message: str) -> None:
+    response = await client.post("/graphql", content=payload, headers={"content-type": "application/json"})
+    assert response.status_code == 400
+    assert message in response.json()["errors"][0]["message"]
+
+
+async def test_bad_variables_json_over_get_is_400(client: Client) -> None:
+    response = await client.get("/graphql", params={"query": QUERY, "variables": "{oops"})
+    assert response.status_code == 400
+
+
+async def test_a_large_body_is_refused_before_it_is_parsed(make_client: AppFactory) -> None:
+    client = await make_client(max_body_bytes=2048)
+    body = orjson.dumps({"query": "{ " + "a " * 5000 + "}"})
+    response = await client.post("/graphql", content=body, headers={"content-type": "application/json"})
+    assert response.status_code == 413
+
+
+async def test_too_many_tokens_and_too_deep_are_refused(make_client: AppFactory) -> None:
+    client = await make_client(max_tokens=50, max_depth=3)
+    many = await client.post("/graphql", json={"query": "{ " + " ".join(f"a{i}: __typename" for i in range(40)) + " }"})
+    assert many.status_code == 400 and "token" in many.text.lower()
+    deep = await client.post("/graphql", json={"query": '{ entity(ref: "api:x") { ... on API { owner { ... on Group { parent { parent { name } } } } } } }'})
+    assert deep.status_code == 422 and "depth" in deep.text.lower()
+
+
+async def test_batches_run_each_operation(client: Client) -> None:
+    response = await client.post("/graphql", json=[{"query": "{ __typename }"}, {"query": "{ nope }"}])
+    assert response.status_code == 200
+    first, second = response.json()
+    assert first == {"data": {"__typename": "Query"}}
+    assert second["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+
+
+async def test_batches_are_bounded(make_client: AppFactory) -> None:
+    client = await make_client(max_batch=2)
+    response = await client.post("/graphql", json=[{"query": "{ __typename }"}] * 3)
+    assert response.status_code == 400
+
+
+async def test_production_masks_unexpected_errors_but_keeps_the_code(make_client: AppFactory) -> None:
+    client = await make_client(mode="production")
+    await client.services.db.execute("alter table entities rename to gone")
+    response = await client.post("/graphql", json={"query": '{ entity(ref: "group:x") { ref } }'})
+    assert response.status_code == 200
+    [error] = response.json()["errors"]
+    assert error["message"] == "Internal server error"
+    assert error["extensions"]["code"] == "INTERNAL_SERVER_ERROR"
+    assert "entities" not in response.text
+
+
+async def test_production_disables_introspection(make_client: AppFactory) -> None:
+    client = await make_client(mode="production")
+    response = await client.post("/graphql", json={"query": "{ __schema { types { name } } }"})
+    assert response.status_code == 422
+
+
+async def test_health_readiness_and_metrics(client: Client) -> None:
+    assert (await client.get("/healthz")).text == "ok"
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200 and ready.json() == {"database": "ok", "migrations": "ok"}
+    await client.post("/graphql", json={"query": "query Ping { __typename }"})
+    await client.post("/graphql", json={"query": "{ nope }"})
+    metrics = (await client.get("/metrics")).text
+    assert 'atrium_graphql_requests_total{operation="Ping",status="200"} 1.0' in metrics
+    assert 'atrium_graphql_errors_total{code="GRAPHQL_VALIDATION_FAILED",operation="anonymous"} 1.0' in metrics
+    assert 'atrium_graphql_request_duration_seconds_count{operation="Ping"} 1.0' in metrics
+
+
+async def test_readiness_fails_when_migrations_are_missing(client: Client) -> None:
+    await client.services.db.execute("delete from atrium_migrations")
+    response = await client.get("/readyz")
+    assert response.status_code == 503
+    assert response.json()["migrations"] == "1 pending"

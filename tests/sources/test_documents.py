@@ -1,0 +1,61 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+from sources.catalog.documents import parse_documents, read_paths
+
+GOOD = """
+apiVersion: backstage.io/v1alpha1
+kind: Group
+metadata: {name: team-a}
+spec: {type: team}
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata:
+  name: checkout
+  annotations: {created: 2024-01-01}
+spec: {type: service, lifecycle: production, owner: team-a}
+"""
+
+
+def test_multi_document_yaml_is_read_unchanged() -> None:
+    batch = parse_documents(GOOD, "catalog-info.yaml")
+    assert [e.ref for _, e in batch.entities] == ["group:default/team-a", "component:default/checkout"]
+    assert batch.errors == []
+    assert batch.complete_origins == {"catalog-info.yaml"}
+    # Dates stay strings: entities are JSON documents.
+    assert batch.entities[1][1].annotations == {"created": "2024-01-01"}
+
+
+def test_an_invalid_document_is_reported_and_the_others_kept() -> None:
+    text = GOOD + "---\napiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n"
+    batch = parse_documents(text, "team/catalog-info.yaml")
+    assert len(batch.entities) == 2
+    [error] = batch.errors
+    assert (error.location, error.document, error.field) == ("team/catalog-info.yaml", 3, "spec.lifecycle")
+    assert str(error) == "team/catalog-info.yaml document 3: spec.lifecycle: is required"
+    assert batch.complete_origins == set()
+
+
+def test_broken_yaml_keeps_the_documents_before_it() -> None:
+    batch = parse_documents(GOOD + "---\nkind: [unclosed\n", "broken.yaml")
+    assert len(batch.entities) == 2
+    [error] = batch.errors
+    assert error.document == 3 and "invalid YAML (line" in error.message
+    assert batch.complete_origins == set()
+
+
+def test_empty_documents_are_ignored() -> None:
+    assert parse_documents("---\n---\n", "empty.yaml").entities == []
+
+
+def test_directories_are_searched_for_yaml(tmp_path: Path) -> None:
+    (tmp_path / "a").mkdir()
+    (tmp_path / "a" / "catalog-info.yaml").write_text(GOOD)
+    (tmp_path / "notes.txt").write_text("not yaml")
+    (tmp_path / "bad.yml").write_bytes(b"\xff\xfe not utf-8")
+    batch = read_paths([tmp_path])
+    assert len(batch.entities) == 2
+    [error] = batch.errors
+    assert error.location.endswith("bad.yml") and "cannot read" in error.message

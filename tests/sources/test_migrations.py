@@ -1,0 +1,62 @@
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from sources.db import Database
+from sources.errors import MigrationError
+from sources.migrations import apply_migrations, pending_migrations, read_migrations
+
+
+def write(directory: Path, name: str, sql: str) -> None:
+    (directory / name).write_text(sql)
+
+
+async def test_migrations_apply_in_order_once(db: Database, tmp_path: Path) -> None:
+    write(tmp_path, "0002_second.sql", "insert into things values (2);")
+    write(tmp_path, "0001_first.sql", "create table things (n int);")
+    write(tmp_path, "README.md", "not a migration")
+    migrations = read_migrations("demo", tmp_path)
+    assert [m.version for m in migrations] == [1, 2]
+
+    applied = await apply_migrations(db, migrations)
+    assert [m.name for m in applied] == ["first", "second"]
+    assert await apply_migrations(db, migrations) == []
+    assert await db.fetchval("select count(*) from things") == 1
+
+
+async def test_replicas_starting_together_apply_once(database_url: str, tmp_path: Path) -> None:
+    write(tmp_path, "0001_slow.sql", "select pg_sleep(0.2); create table once (n int);")
+    migrations = read_migrations("race", tmp_path)
+    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(3)]
+    try:
+        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
+    finally:
+        for replica in replicas:
+            await replica.close()
+    assert sorted(len(r) for r in results) == [0, 0, 1]
+
+
+async def test_a_changed_applied_migration_is_refused(db: Database, tmp_path: Path) -> None:
+    write(tmp_path, "0001_first.sql", "create table things (n int);")
+    await apply_migrations(db, read_migrations("demo", tmp_path))
+    write(tmp_path, "0001_first.sql", "create table things (n bigint);")
+    with pytest.raises(MigrationError, match="demo/0001_first was changed"):
+        await pending_migrations(db, read_migrations("demo", tmp_path))
+
+
+async def test_a_failing_migration_names_itself_and_leaves_nothing(db: Database, tmp_path: Path) -> None:
+    write(tmp_path, "0001_bad.sql", "create table half (n int); select no_such_function();")
+    with pytest.raises(MigrationError, match="demo/0001_bad failed"):
+        await apply_migrations(db, read_migrations("demo", tmp_path))
+    assert await db.fetchval("select to_regclass('half') is null")
+    assert len(await pending_migrations(db, read_migrations("demo", tmp_path))) == 1
+
+
+def test_two_migrations_with_one_number_are_refused(tmp_path: Path) -> None:
+    write(tmp_path, "0001_a.sql", "")
+    write(tmp_path, "0001_b.sql", "")
+    with pytest.raises(MigrationError, match="share a number"):
+        read_migrations("demo", tmp_path)

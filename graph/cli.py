@@ -6,6 +6,7 @@ import argparse
 import asyncio
 import logging
 import os
+import signal
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -90,6 +91,9 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     url = asyncio.run(_prepare(settings, demo=args.demo))
     # Workers connect to the same database; an embedded one stays up as long as this process.
     os.environ["ATRIUM_DATABASE_URL"] = url
+    # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
+    # the default handler lets exit hooks run, and so stops an embedded PostgreSQL we started.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     log.info("serving", extra={"host": args.host, "port": args.port, "workers": args.workers})
     uvicorn.run(
         "graph.app:app_from_environment",

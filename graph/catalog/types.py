@@ -110,7 +110,8 @@ class _Owned:
 
     @strawberry.field(description="The owning group or user.")
     async def owner(self, info: Info) -> Entity | None:
-        return await _one_by_ref(info, self.record.owner_ref)
+        # Through the relation, not owner_ref, so it batches with the entity's other relations.
+        return await _first_related(info, self, "ownedBy")  # type: ignore[arg-type,no-any-return]
 
 
 @strawberry.type

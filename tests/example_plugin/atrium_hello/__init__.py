@@ -1,0 +1,39 @@
+"""A third-party plugin: a table of its own, a loader over it, and a query field using both."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from graph.plugin import DataLoader, Info, LoaderServices, PluginBuilder, strawberry
+
+
+def greeting_loader(services: LoaderServices) -> DataLoader[str, str]:
+    async def load(languages: list[str]) -> list[str]:
+        rows = await services.db.fetch(
+            "select language, text from hello_greetings where language = any($1::text[])",
+            languages,
+        )
+        found = {row["language"]: row["text"] for row in rows}
+        return [found.get(language, "Hello") for language in languages]
+
+    return DataLoader(load_fn=load)
+
+
+@strawberry.type
+class HelloQuery:
+    @strawberry.field(description="A greeting, in the language asked for.")
+    async def hello(self, info: Info, name: str, language: str = "en") -> str:
+        greeting = await info.context.loaders["hello.greeting"].load(language)
+        return f"{greeting}, {name}!"
+
+
+class HelloPlugin:
+    id = "hello"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.query(HelloQuery)
+        builder.loader("greeting", greeting_loader)
+        builder.migrations(Path(__file__).parent / "migrations")
+
+
+plugin = HelloPlugin()

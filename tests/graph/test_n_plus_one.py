@@ -1,0 +1,90 @@
+"""Dataloaders keep SQL per request independent of the number of entities shown."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sources.catalog.documents import parse_documents
+from sources.catalog.store import apply_batch
+from tests.conftest import Client
+
+LIST = """
+query($n: Int!) {
+  entities(filter: {kind: ["component"]}, first: $n) {
+    totalCount
+    nodes {
+      ref title tags
+      ... on Component {
+        owner { ref ... on Group { parent { ref } members { ref } } }
+        system { ref domain { ref } }
+        dependencies { ref }
+        dependents { ref }
+        providesApis { ref consumers { ref } }
+        consumesApis { ref }
+      }
+    }
+  }
+}
+"""
+
+
+def organisation(components: int) -> str:
+    """A synthetic organisation: components spread over teams, systems and APIs."""
+    docs = [
+        "apiVersion: backstage.io/v1alpha1\nkind: Domain\nmetadata: {name: d}\nspec: {owner: eng}",
+        "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: eng}\nspec: {type: org}",
+    ]
+    for t in range(5):
+        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {{name: team-{t}}}\nspec: {{type: team, parent: eng, members: [u{t}]}}")
+        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: User\nmetadata: {{name: u{t}}}\nspec: {{memberOf: [team-{t}]}}")
+        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: System\nmetadata: {{name: sys-{t}}}\nspec: {{owner: team-{t}, domain: d}}")
+    for i in range(components):
+        t = i % 5
+        docs.append(
+            f"apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {{name: c{i:03d}, tags: [t{t}]}}\n"
+            f"spec: {{type: service, lifecycle: production, owner: team-{t}, system: sys-{t},"
+            f" dependsOn: ['component:c{(i + 1) % components:03d}'], providesApis: [api{i:03d}], consumesApis: [api{(i + 7) % components:03d}]}}"
+        )
+        docs.append(
+            f"apiVersion: backstage.io/v1alpha1\nkind: API\nmetadata: {{name: api{i:03d}}}\n"
+            f"spec: {{type: openapi, lifecycle: production, owner: team-{t}, definition: x}}"
+        )
+    return "\n---\n".join(docs)
+
+
+@pytest.fixture
+async def org_client(client: Client) -> Client:
+    result = await apply_batch(client.services.db, parse_documents(organisation(60), "org.yaml"))
+    assert not result.errors
+    return client
+
+
+async def queries_for(client: Client, n: int) -> int:
+    db = client.services.db
+    before = db.queries
+    body = await client.gql(LIST, {"n": n})
+    assert len(body["data"]["entities"]["nodes"]) == n
+    return db.queries - before  # type: ignore[no-any-return]
+
+
+async def test_one_and_fifty_entities_cost_the_same_queries(org_client: Client) -> None:
+    one = await queries_for(org_client, 1)
+    fifty = await queries_for(org_client, 50)
+    assert one == fifty
+    # list + count, then one relations and one entities query per level of nesting.
+    assert fifty <= 12
+
+
+async def test_the_entity_page_is_a_handful_of_queries(org_client: Client) -> None:
+    db = org_client.services.db
+    before = db.queries
+    await org_client.gql('{ entity(ref: "component:c001") { ... on Component { owner { ref } system { ref } dependencies { ref } providesApis { ref } consumesApis { ref } } } }')
+    # entity, its relations (one batch), the related entities (one batch)
+    assert db.queries - before == 3
+
+
+def test_the_fixture_is_what_it_claims(tmp_path: Path) -> None:
+    batch = parse_documents(organisation(3), "x.yaml")
+    assert not batch.errors and len(batch.entities) == 2 + 15 + 6

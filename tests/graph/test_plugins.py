@@ -1,0 +1,102 @@
+"""The plugin API, exercised the way a third party uses it."""
+
+from __future__ import annotations
+
+import importlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from graph.assembly import assemble, discover_plugins
+from graph.catalog.plugin import CatalogPlugin
+from graph.plugin import DataLoader, PluginBuilder, PluginConflict, strawberry
+from graph.settings import Settings
+from tests.conftest import AppFactory
+
+EXAMPLE = Path(__file__).resolve().parent.parent / "example_plugin"
+
+
+@pytest.fixture(scope="module")
+def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """pip-install the example plugin package into a folder put on sys.path."""
+    target = tmp_path_factory.mktemp("site")
+    subprocess.run(
+        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
+         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+        check=True,
+        capture_output=True,
+    )
+    sys.path.insert(0, str(target))
+    importlib.invalidate_caches()
+    yield target
+    sys.path.remove(str(target))
+    sys.modules.pop("atrium_hello", None)
+    importlib.invalidate_caches()
+
+
+async def test_an_installed_plugin_is_discovered_and_serves_its_field(
+    installed_example: Path, make_client: AppFactory
+) -> None:
+    assert [p.id for p in discover_plugins(Settings())] == ["hello"]
+    client = await make_client(plugins=discover_plugins(Settings()))
+    body = await client.gql('{ en: hello(name: "Ada") fr: hello(name: "Ada", language: "fr") }')
+    assert body["data"] == {"en": "Hello, Ada!", "fr": "Bonjour, Ada!"}
+    # Its migration ran in its own scope.
+    scopes = await client.services.db.fetch("select scope, version from atrium_migrations order by 1")
+    assert [(r["scope"], r["version"]) for r in scopes] == [("core", 1), ("hello", 1)]
+
+
+def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:
+    assert discover_plugins(Settings(disabled_plugins=["hello"])) == []
+    assert discover_plugins(Settings.model_validate({"disabled_plugins": "hello, other"})) == []
+
+
+@strawberry.type
+class EntityAgain:
+    @strawberry.field
+    def entity(self) -> str:
+        return "mine"
+
+
+class Clashing:
+    id = "clashing"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.query(EntityAgain)
+
+
+def test_a_field_claimed_twice_fails_naming_both_plugins() -> None:
+    with pytest.raises(PluginConflict, match="Query.entity is defined by plugin catalog and by plugin clashing"):
+        assemble(Settings(), [CatalogPlugin(), Clashing()])
+
+
+def test_two_plugins_with_one_id_fail() -> None:
+    with pytest.raises(PluginConflict, match="two plugins have the id catalog"):
+        assemble(Settings(), [CatalogPlugin(), CatalogPlugin()])
+
+
+class TwoLoaders:
+    id = "twice"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.loader("x", lambda services: DataLoader(load_fn=lambda keys: keys))
+        builder.loader("x", lambda services: DataLoader(load_fn=lambda keys: keys))
+
+
+def test_a_loader_registered_twice_fails() -> None:
+    with pytest.raises(PluginConflict, match="registers loader twice.x twice"):
+        assemble(Settings(), [CatalogPlugin(), TwoLoaders()])
+
+
+def test_fields_must_be_strawberry_types() -> None:
+    class Plain:
+        id = "plain"
+
+        def setup(self, builder: PluginBuilder) -> None:
+            builder.query(type("NotAType", (), {}))
+
+    with pytest.raises(PluginConflict, match="must be decorated"):
+        assemble(Settings(), [CatalogPlugin(), Plain()])

@@ -1,0 +1,107 @@
+"""The ``atrium`` command, run as a user runs it."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def atrium(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "graph.cli", *args],
+        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=120,
+    )
+
+
+@pytest.mark.parametrize(
+    "command",
+    [[], ["serve"], ["migrate"], ["catalog"], ["catalog", "import"], ["schema"], ["schema", "print"]],
+)
+def test_every_command_has_help(command: list[str]) -> None:
+    result = atrium(*command, "--help")
+    assert result.returncode == 0
+    assert result.stdout.startswith("usage: atrium")
+
+
+def test_schema_print_matches_the_committed_schema() -> None:
+    result = atrium("schema", "print", env={"ATRIUM_DISABLED_PLUGINS": "hello"})
+    assert result.returncode == 0
+    assert result.stdout == (ROOT / "schema.graphql").read_text()
+
+
+def test_catalog_import_reports_and_is_idempotent(database_url: str, tmp_path: Path) -> None:
+    env = {"ATRIUM_DATABASE_URL": database_url}
+    first = atrium("catalog", "import", str(ROOT / "examples"), env=env)
+    assert first.returncode == 0, first.stderr
+    assert "created 190, updated 0, unchanged 0, deleted 0, rejected 0" in first.stdout
+    again = atrium("catalog", "import", str(ROOT / "examples"), env=env)
+    assert "created 0, updated 0, unchanged 190" in again.stdout
+
+    bad = tmp_path / "catalog-info.yaml"
+    bad.write_text("apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n")
+    rejected = atrium("catalog", "import", str(bad), env=env)
+    assert rejected.returncode == 1
+    assert f"rejected: {bad} document 1: spec.lifecycle: is required" in rejected.stderr
+
+
+def test_catalog_import_of_a_missing_path_fails_clearly(database_url: str) -> None:
+    result = atrium("catalog", "import", "/no/such/place", env={"ATRIUM_DATABASE_URL": database_url})
+    assert result.returncode == 1
+    assert "no such file or directory: /no/such/place" in result.stderr
+
+
+def test_an_unreachable_database_is_a_clear_error() -> None:
+    result = atrium("migrate", env={"ATRIUM_DATABASE_URL": "postgresql://nobody@127.0.0.1:1/none"})
+    assert result.returncode == 1
+    assert "cannot connect to PostgreSQL" in result.stderr
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
+    """What `make run` does: no database configured, an embedded one under ./.atrium."""
+    import time
+
+    import httpx
+
+    port = _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
+    process = subprocess.Popen(
+        [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
+        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert process.poll() is None, process.stdout.read() if process.stdout else ""
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/readyz").status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not become ready"
+            time.sleep(0.2)
+        query = '{ entity(ref: "component:checkout") { ... on Component { owner { ref } system { ref } dependencies { ref } providesApis { ref } } } }'
+        body = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": query}).json()
+        entity = body["data"]["entity"]
+        assert entity["owner"]["ref"] == "group:default/checkout-team"
+        assert entity["dependencies"] and entity["providesApis"]
+        assert (tmp_path / ".atrium" / "pgdata" / "PG_VERSION").exists()
+    finally:
+        process.terminate()
+        output = process.communicate(timeout=30)[0]
+    assert "loaded the demo organisation: 190 entities" in output
+    # Stopping the server stops the embedded PostgreSQL it started.
+    assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()

@@ -27,7 +27,9 @@ __all__ = ["app_from_environment", "create_app", "database_url"]
 log = logging.getLogger("atrium.app")
 
 
-def create_app(settings: Settings | None = None, *, plugins: Sequence[Plugin] | None = None) -> Starlette:
+def create_app(
+    settings: Settings | None = None, *, plugins: Sequence[Plugin] | None = None
+) -> Starlette:
     """Build the app. ``plugins`` replaces discovery through entry points (tests use it)."""
     settings = settings or Settings()
     found = list(plugins) if plugins is not None else discover_plugins(settings)
@@ -43,7 +45,9 @@ def create_app(settings: Settings | None = None, *, plugins: Sequence[Plugin] | 
         jobs: list[asyncio.Task[None]] = []
         try:
             await apply_migrations(services.db, assembly.migrations)
-            jobs = [asyncio.create_task(_repeat(job, services), name=job.name) for job in assembly.jobs]
+            jobs = [
+                asyncio.create_task(_repeat(job, services), name=job.name) for job in assembly.jobs
+            ]
             yield
         finally:
             for task in jobs:
@@ -113,4 +117,6 @@ async def _metrics(request: Request) -> Response:
     services: Services = request.app.state.services
     if services.db is not None:
         services.metrics.sql_queries.set(services.db.queries)
-    return Response(services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8")
+    return Response(
+        services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
+    )

@@ -116,7 +116,9 @@ def _merge(name: str, classes: list[type]) -> type:
     return strawberry.type(type(name, tuple(reversed(classes)), {}))
 
 
-def _core_extensions(settings: Settings) -> list[type[SchemaExtension] | Callable[[], SchemaExtension]]:
+def _core_extensions(
+    settings: Settings,
+) -> list[type[SchemaExtension] | Callable[[], SchemaExtension]]:
     found: list[Any] = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
         lambda: ParserCache(maxsize=512),

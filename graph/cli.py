@@ -49,12 +49,15 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(title="commands", metavar="COMMAND")
 
-    serve = commands.add_parser("serve", help="serve the API", description="Serve the API over HTTP.")
+    serve = commands.add_parser(
+        "serve", help="serve the API", description="Serve the API over HTTP."
+    )
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1)")
     serve.add_argument("--port", type=int, default=8000, help="port to bind (default 8000)")
     serve.add_argument("--workers", type=int, default=1, help="worker processes (default 1)")
     serve.add_argument(
-        "--demo", action="store_true",
+        "--demo",
+        action="store_true",
         help="load the demo organisation when the catalog is empty",
     )
     serve.set_defaults(run=_serve)
@@ -64,10 +67,13 @@ def _parser() -> argparse.ArgumentParser:
     )
     migrate.set_defaults(run=_migrate)
 
-    catalog = commands.add_parser("catalog", help="catalog commands", description="Catalog commands.")
+    catalog = commands.add_parser(
+        "catalog", help="catalog commands", description="Catalog commands."
+    )
     catalog_commands = catalog.add_subparsers(title="commands", metavar="COMMAND", required=True)
     imp = catalog_commands.add_parser(
-        "import", help="import catalog-info.yaml files",
+        "import",
+        help="import catalog-info.yaml files",
         description="Import catalog-info.yaml files or directories of them. Invalid documents "
         "are reported and skipped; the rest is stored in one transaction. Exits 1 when any "
         "document was rejected.",
@@ -78,7 +84,8 @@ def _parser() -> argparse.ArgumentParser:
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)
     printer = schema_commands.add_parser(
-        "print", help="print the GraphQL schema (SDL)",
+        "print",
+        help="print the GraphQL schema (SDL)",
         description="Print the schema assembled from the catalog and the enabled plugins.",
     )
     printer.set_defaults(run=_schema_print)

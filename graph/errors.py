@@ -15,7 +15,7 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 
-from sources.errors import AtriumError, CatalogError, DatabaseUnavailable
+from sources.errors import CatalogError, DatabaseUnavailable
 
 __all__ = ["AtriumSchema", "MaskUnexpectedErrors", "error_code", "format_error"]
 
@@ -73,9 +73,13 @@ class MaskUnexpectedErrors(SchemaExtension):
         result.errors = [
             GraphQLError(
                 "Internal server error",
-                nodes=e.nodes, source=e.source, positions=e.positions, path=e.path,
+                nodes=e.nodes,
+                source=e.source,
+                positions=e.positions,
+                path=e.path,
                 extensions={"code": "INTERNAL_SERVER_ERROR"},
             )
-            if error_code(e) == "INTERNAL_SERVER_ERROR" else e
+            if error_code(e) == "INTERNAL_SERVER_ERROR"
+            else e
             for e in result.errors
         ]

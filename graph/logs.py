@@ -12,7 +12,12 @@ import orjson
 __all__ = ["JsonFormatter", "configure_logging"]
 
 # Attributes every LogRecord has; anything else on a record came from ``extra``.
-_STANDARD = set(vars(logging.makeLogRecord({}))) | {"message", "asctime", "taskName", "color_message"}
+_STANDARD = set(vars(logging.makeLogRecord({}))) | {
+    "message",
+    "asctime",
+    "taskName",
+    "color_message",
+}
 
 
 class JsonFormatter(logging.Formatter):

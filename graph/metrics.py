@@ -14,17 +14,23 @@ class Metrics:
     def __init__(self) -> None:
         self.registry = CollectorRegistry(auto_describe=True)
         self.requests = Counter(
-            "atrium_graphql_requests", "GraphQL requests by operation and HTTP status",
-            ["operation", "status"], registry=self.registry,
+            "atrium_graphql_requests",
+            "GraphQL requests by operation and HTTP status",
+            ["operation", "status"],
+            registry=self.registry,
         )
         self.latency = Histogram(
-            "atrium_graphql_request_duration_seconds", "GraphQL request latency by operation",
-            ["operation"], registry=self.registry,
+            "atrium_graphql_request_duration_seconds",
+            "GraphQL request latency by operation",
+            ["operation"],
+            registry=self.registry,
             buckets=(0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10),
         )
         self.errors = Counter(
-            "atrium_graphql_errors", "GraphQL errors by operation and code",
-            ["operation", "code"], registry=self.registry,
+            "atrium_graphql_errors",
+            "GraphQL errors by operation and code",
+            ["operation", "code"],
+            registry=self.registry,
         )
         self.sql_queries = Gauge(
             "atrium_sql_queries", "SQL statements sent since start", registry=self.registry

@@ -92,7 +92,7 @@ class PluginBuilder:
         self._contribution = _Contribution(plugin_id)
 
     def query(self, fields: type) -> type:
-        """A ``@strawberry.type`` class whose fields join the root ``Query``; usable as decorator."""
+        """A ``@strawberry.type`` whose fields join the root ``Query``; usable as a decorator."""
         self._contribution.query.append(_strawberry_type(fields))
         return fields
 
@@ -102,13 +102,15 @@ class PluginBuilder:
         return fields
 
     def types(self, *types: type) -> None:
-        """Types the schema must know though no field names them (implementations of an interface)."""
+        """Types the schema must know though no field names them (an interface's kinds)."""
         self._contribution.types.extend(types)
 
     def loader(self, name: str, factory: LoaderFactory) -> str:
         """Register a per-request loader; returns its full name ``<plugin>.<name>``."""
         if "." in name:
-            raise PluginConflict(f"plugin {self.plugin_id}: loader name {name!r} must not contain '.'")
+            raise PluginConflict(
+                f"plugin {self.plugin_id}: loader name {name!r} must not contain '.'"
+            )
         full = f"{self.plugin_id}.{name}"
         if full in self._contribution.loaders:
             raise PluginConflict(f"plugin {self.plugin_id} registers loader {full} twice")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Annotated
 
@@ -18,7 +18,7 @@ from pydantic_settings import (
 __all__ = ["Mode", "Settings"]
 
 
-class Mode(str, Enum):
+class Mode(StrEnum):
     DEVELOPMENT = "development"
     PRODUCTION = "production"
 

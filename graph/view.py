@@ -86,12 +86,16 @@ async def graphql_endpoint(request: Request) -> Response:
             raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
         if request.method not in ("GET", "POST"):
             raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
-        payload = _read_get(request) if request.method == "GET" else await _read_post(request, services)
+        payload = (
+            _read_get(request) if request.method == "GET" else await _read_post(request, services)
+        )
         if isinstance(payload, list):
             if not payload:
                 raise HTTPError(400, "an empty batch has nothing to run")
             if len(payload) > services.settings.max_batch:
-                raise HTTPError(400, f"a batch may hold at most {services.settings.max_batch} operations")
+                raise HTTPError(
+                    400, f"a batch may hold at most {services.settings.max_batch} operations"
+                )
             outcomes = [await _run(request, services, _operation(p), media_type) for p in payload]
             label = ",".join(o.label or "anonymous" for o in outcomes)
             body = orjson.dumps([o.body for o in outcomes])
@@ -103,7 +107,9 @@ async def graphql_endpoint(request: Request) -> Response:
     except HTTPError as exc:
         status = exc.status
         response = Response(
-            orjson.dumps({"errors": [{"message": exc.message, "extensions": {"code": "BAD_REQUEST"}}]}),
+            orjson.dumps(
+                {"errors": [{"message": exc.message, "extensions": {"code": "BAD_REQUEST"}}]}
+            ),
             status_code=exc.status,
             media_type=media_type if media_type != "text/html" else JSON,
             headers=exc.headers,
@@ -115,7 +121,9 @@ async def graphql_endpoint(request: Request) -> Response:
     log.info(
         "graphql request",
         extra={
-            "method": request.method, "operation": label or "anonymous", "status": status,
+            "method": request.method,
+            "operation": label or "anonymous",
+            "status": status,
             "duration_ms": round(elapsed * 1000, 2),
         },
     )
@@ -201,7 +209,9 @@ def _operation(payload: Any) -> Operation:
     return Operation(query, variables, name or None, extensions)
 
 
-async def _run(request: Request, services: Services, operation: Operation, media_type: str) -> Outcome:
+async def _run(
+    request: Request, services: Services, operation: Operation, media_type: str
+) -> Outcome:
     allowed = _QUERY_ONLY if request.method == "GET" else _ALL_OPERATIONS
     try:
         result = await services.execute(
@@ -213,7 +223,9 @@ async def _run(request: Request, services: Services, operation: Operation, media
         )
     except InvalidOperationTypeError as exc:
         if exc.operation_type is OperationType.MUTATION and request.method == "GET":
-            raise HTTPError(405, "mutations are not allowed over GET; use POST", {"Allow": "POST"}) from None
+            raise HTTPError(
+                405, "mutations are not allowed over GET; use POST", {"Allow": "POST"}
+            ) from None
         raise HTTPError(400, "subscriptions need a websocket") from None
     except CannotGetOperationTypeError as exc:
         raise HTTPError(400, exc.as_http_error_reason()) from None
@@ -221,7 +233,9 @@ async def _run(request: Request, services: Services, operation: Operation, media
         raise HTTPError(400, "no query was given") from None
     label = operation.label
     for error in result.errors or ():
-        services.metrics.errors.labels(services.metrics.operation_label(label), error_code(error)).inc()
+        services.metrics.errors.labels(
+            services.metrics.operation_label(label), error_code(error)
+        ).inc()
     return Outcome(_status(result, media_type), _body(result), label)
 
 

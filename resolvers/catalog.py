@@ -23,6 +23,7 @@ __all__ = [
     "FilterArgs",
     "apply_entities",
     "count",
+    "entities",
     "entities_page",
     "entity",
     "facets",
@@ -84,6 +85,12 @@ class EntitiesPage:
 
 async def entity(loaders: RequestLoaders, ref: str) -> EntityRecord | None:
     return await loaders[ENTITY_BY_REF].load(normalize_ref(ref))  # type: ignore[no-any-return]
+
+
+async def entities(loaders: RequestLoaders, refs: list[str]) -> list[EntityRecord | None]:
+    """Entities by ref, in the order asked, batched into one query."""
+    normalised = [normalize_ref(ref) for ref in refs]
+    return await loaders[ENTITY_BY_REF].load_many(normalised)
 
 
 async def related_refs(loaders: RequestLoaders, ref: str, relation: str) -> list[str]:
@@ -169,7 +176,9 @@ def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
     if relevance and isinstance(value, int) and value >= 0:
         return value
     if (
-        not relevance and isinstance(value, list) and len(value) == 2
+        not relevance
+        and isinstance(value, list)
+        and len(value) == 2
         and all(isinstance(v, str) for v in value)
     ):
         return value[0], value[1]

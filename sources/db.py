@@ -104,7 +104,9 @@ class Database(Executor):
 async def _init_connection(conn: asyncpg.Connection) -> None:
     for name in ("json", "jsonb"):
         await conn.set_type_codec(
-            name, encoder=lambda v: orjson.dumps(v).decode(), decoder=orjson.loads,
+            name,
+            encoder=lambda v: orjson.dumps(v).decode(),
+            decoder=orjson.loads,
             schema="pg_catalog",
         )
 
@@ -123,9 +125,11 @@ def embedded_database_url(data_dir: Path) -> str:
             warnings.simplefilter("ignore")
             import pgserver
 
-            server = pgserver.get_server(pgdata, cleanup_mode="stop")
+            server = pgserver.get_server(pgdata, cleanup_mode="stop")  # type: ignore[attr-defined]
     except Exception as exc:  # pgserver raises bare exceptions from initdb/pg_ctl
-        raise DatabaseUnavailable(f"cannot start the embedded PostgreSQL in {pgdata}: {exc}") from exc
+        raise DatabaseUnavailable(
+            f"cannot start the embedded PostgreSQL in {pgdata}: {exc}"
+        ) from exc
     log.info("embedded PostgreSQL running", extra={"pgdata": str(pgdata)})
     _EMBEDDED.append(server)  # keep the handle alive as long as the process
     return str(server.get_uri())

@@ -1,11 +1,11 @@
 """Errors raised by Atrium's sources.
 
-    AtriumError
-    ├── DatabaseUnavailable       the database cannot be reached or started
-    ├── MigrationError            a migration failed, or an applied one was changed
-    └── CatalogError
-        ├── InvalidRef            an entity reference that does not parse
-        └── EntityValidationError an entity document that breaks the model's rules
+AtriumError
+├── DatabaseUnavailable       the database cannot be reached or started
+├── MigrationError            a migration failed, or an applied one was changed
+└── CatalogError
+    ├── InvalidRef            an entity reference that does not parse
+    └── EntityValidationError an entity document that breaks the model's rules
 """
 
 from __future__ import annotations

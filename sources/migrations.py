@@ -108,7 +108,10 @@ async def apply_migrations(db: Database, migrations: list[Migration]) -> list[Mi
                             f" failed: {exc}"
                         ) from exc
                     await tx.execute(
-                        _RECORD, migration.scope, migration.version, migration.name,
+                        _RECORD,
+                        migration.scope,
+                        migration.version,
+                        migration.name,
                         migration.checksum,
                     )
                 log.info(

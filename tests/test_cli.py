@@ -15,13 +15,25 @@ ROOT = Path(__file__).resolve().parent.parent
 def atrium(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "graph.cli", *args],
-        capture_output=True, text=True, cwd=ROOT, env={**os.environ, **(env or {})}, timeout=120,
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env={**os.environ, **(env or {})},
+        timeout=120,
     )
 
 
 @pytest.mark.parametrize(
     "command",
-    [[], ["serve"], ["migrate"], ["catalog"], ["catalog", "import"], ["schema"], ["schema", "print"]],
+    [
+        [],
+        ["serve"],
+        ["migrate"],
+        ["catalog"],
+        ["catalog", "import"],
+        ["schema"],
+        ["schema", "print"],
+    ],
 )
 def test_every_command_has_help(command: list[str]) -> None:
     result = atrium(*command, "--help")
@@ -44,14 +56,18 @@ def test_catalog_import_reports_and_is_idempotent(database_url: str, tmp_path: P
     assert "created 0, updated 0, unchanged 190" in again.stdout
 
     bad = tmp_path / "catalog-info.yaml"
-    bad.write_text("apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n")
+    bad.write_text(
+        "apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n"
+    )
     rejected = atrium("catalog", "import", str(bad), env=env)
     assert rejected.returncode == 1
     assert f"rejected: {bad} document 1: spec.lifecycle: is required" in rejected.stderr
 
 
 def test_catalog_import_of_a_missing_path_fails_clearly(database_url: str) -> None:
-    result = atrium("catalog", "import", "/no/such/place", env={"ATRIUM_DATABASE_URL": database_url})
+    result = atrium(
+        "catalog", "import", "/no/such/place", env={"ATRIUM_DATABASE_URL": database_url}
+    )
     assert result.returncode == 1
     assert "no such file or directory: /no/such/place" in result.stderr
 
@@ -80,7 +96,11 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     process = subprocess.Popen(
         [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
-        cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+        cwd=tmp_path,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
     )
     try:
         deadline = time.monotonic() + 60

@@ -15,6 +15,7 @@ from resolvers.catalog import EntitiesPage, FilterArgs
 from sources.catalog.queries import FacetField as SourceFacetField
 from sources.catalog.queries import Order
 from sources.catalog.store import ApplyResult
+from sources.errors import CatalogError
 
 __all__ = ["CatalogMutation", "CatalogQuery", "catalog_query"]
 
@@ -42,10 +43,16 @@ class EntityFilter:
             not isinstance(labels, dict)
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
         ):
-            raise resolve.CatalogError('filter.labels must be an object of strings, as {"a": "b"}')
+            raise CatalogError('filter.labels must be an object of strings, as {"a": "b"}')
         return FilterArgs(
-            kind=self.kind, type=self.type, owner=self.owner, lifecycle=self.lifecycle,
-            tag=self.tag, system=self.system, namespace=self.namespace, labels=labels,
+            kind=self.kind,
+            type=self.type,
+            owner=self.owner,
+            lifecycle=self.lifecycle,
+            tag=self.tag,
+            system=self.system,
+            namespace=self.namespace,
+            labels=labels,
         )
 
 
@@ -137,7 +144,9 @@ class ApplyEntitiesResult:
 
 @strawberry.type
 class CatalogQuery:
-    @strawberry.field(description="One entity by ref; the kind is required, the namespace optional.")
+    @strawberry.field(
+        description="One entity by ref; the kind is required, the namespace optional."
+    )
     async def entity(self, info: Info, ref: str) -> Entity | None:
         record = await resolve.entity(info.context.loaders, ref)
         return entity_from_record(record) if record is not None else None
@@ -154,7 +163,7 @@ class CatalogQuery:
     ) -> EntityConnection:
         limit = info.context.settings.max_page_size
         if not 0 <= first <= limit:
-            raise resolve.CatalogError(f"first must be between 0 and {limit}")
+            raise CatalogError(f"first must be between 0 and {limit}")
         page = await resolve.entities_page(
             info.context.db,
             info.context.loaders,
@@ -189,7 +198,7 @@ class CatalogQuery:
         first: int = 50,
     ) -> list[Facet]:
         if not 1 <= first <= 1000:
-            raise resolve.CatalogError("first must be between 1 and 1000")
+            raise CatalogError("first must be between 1 and 1000")
         counts = await resolve.facets(
             info.context.db, _FACET_FIELDS[field], filter.args() if filter else None, search, first
         )
@@ -220,7 +229,9 @@ class CatalogMutation:
         return ApplyEntitiesResult(
             result=result,
             errors=[
-                EntityError(location=e.location, document=e.document, field=e.field, message=e.message)
+                EntityError(
+                    location=e.location, document=e.document, field=e.field, message=e.message
+                )
                 for e in result.errors
             ],
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Any, ClassVar, TypeVar
+from typing import ClassVar, TypeVar
 
 import strawberry
 from strawberry import relay
@@ -13,6 +13,7 @@ from strawberry.scalars import JSON
 from graph.plugin import Info
 from resolvers import catalog as resolve
 from sources.catalog.queries import EntityRecord
+from sources.errors import CatalogError
 
 __all__ = ["ENTITY_TYPES", "Entity", "entity_from_record"]
 
@@ -71,11 +72,11 @@ class Entity(relay.Node):
     async def resolve_nodes(  # type: ignore[override]
         cls, *, info: Info, node_ids: Iterable[str], required: bool = False
     ) -> list[Entity | None]:
-        records = [await resolve.entity(info.context.loaders, ref) for ref in node_ids]
+        records = await resolve.entities(info.context.loaders, list(node_ids))
         nodes = [entity_from_record(r) if r is not None else None for r in records]
         if required and any(n is None for n in nodes):
-            raise resolve.CatalogError("no entity has that id")
-        return nodes  # type: ignore[return-value]
+            raise CatalogError("no entity has that id")
+        return nodes
 
 
 T = TypeVar("T", bound=Entity)
@@ -88,14 +89,16 @@ async def _one_by_ref(info: Info, ref: str | None) -> Entity | None:
     return entity_from_record(record) if record is not None else None
 
 
-async def _first_related(info: Info, entity: Entity, relation: str, kind: str | None = None) -> Any:
-    found = await resolve.related(info.context.loaders, entity.ref, relation, kind)
-    return entity_from_record(found[0]) if found else None
+async def _all_related(info: Info, ref: str, relation: str, cls: type[T]) -> list[T]:
+    """Existing entities at the end of a relation, of the kind ``cls`` stands for."""
+    kind = None if cls is Entity else cls.kind_name  # type: ignore[attr-defined]
+    found = await resolve.related(info.context.loaders, ref, relation, kind)
+    return [e for e in map(entity_from_record, found) if isinstance(e, cls)]
 
 
-async def _all_related(info: Info, entity: Entity, relation: str, kind: str | None = None) -> Any:
-    found = await resolve.related(info.context.loaders, entity.ref, relation, kind)
-    return [entity_from_record(r) for r in found]
+async def _first_related(info: Info, ref: str, relation: str, cls: type[T]) -> T | None:
+    found = await _all_related(info, ref, relation, cls)
+    return found[0] if found else None
 
 
 @strawberry.type
@@ -111,7 +114,7 @@ class _Owned:
     @strawberry.field(description="The owning group or user.")
     async def owner(self, info: Info) -> Entity | None:
         # Through the relation, not owner_ref, so it batches with the entity's other relations.
-        return await _first_related(info, self, "ownedBy")  # type: ignore[arg-type,no-any-return]
+        return await _first_related(info, self.record.ref, "ownedBy", Entity)
 
 
 @strawberry.type
@@ -138,18 +141,20 @@ class _InSystem:
 
     @strawberry.field
     async def system(self, info: Info) -> System | None:
-        return await _first_related(info, self, "partOf", "System")  # type: ignore[arg-type]
+        return await _first_related(info, self.record.ref, "partOf", System)
 
 
 @strawberry.type
 class _Dependencies:
+    record: strawberry.Private[EntityRecord]
+
     @strawberry.field(description="What this depends on (dependsOn).")
     async def dependencies(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self, "dependsOn")  # type: ignore[arg-type,no-any-return]
+        return await _all_related(info, self.record.ref, "dependsOn", Entity)
 
     @strawberry.field(description="What depends on this (dependencyOf).")
     async def dependents(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self, "dependencyOf")  # type: ignore[arg-type,no-any-return]
+        return await _all_related(info, self.record.ref, "dependencyOf", Entity)
 
 
 @strawberry.type
@@ -168,7 +173,7 @@ class _Profiled:
 
     @strawberry.field(description="Entities this owns directly.")
     async def owns(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self, "ownerOf")  # type: ignore[arg-type,no-any-return]
+        return await _all_related(info, self.record.ref, "ownerOf", Entity)
 
 
 def _text(value: object) -> str | None:
@@ -181,19 +186,19 @@ class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
 
     @strawberry.field
     async def provides_apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self, "providesApi", "API")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "providesApi", API)
 
     @strawberry.field
     async def consumes_apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self, "consumesApi", "API")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "consumesApi", API)
 
     @strawberry.field(description="The component this is part of (spec.subcomponentOf).")
     async def parent_component(self, info: Info) -> Component | None:
-        return await _first_related(info, self, "partOf", "Component")  # type: ignore[no-any-return]
+        return await _first_related(info, self.record.ref, "partOf", Component)
 
     @strawberry.field
     async def subcomponents(self, info: Info) -> list[Component]:
-        return await _all_related(info, self, "hasPart", "Component")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasPart", Component)
 
 
 @strawberry.type(name="API", description="An interface a component provides or consumes.")
@@ -206,11 +211,11 @@ class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
 
     @strawberry.field
     async def providers(self, info: Info) -> list[Component]:
-        return await _all_related(info, self, "apiProvidedBy", "Component")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "apiProvidedBy", Component)
 
     @strawberry.field
     async def consumers(self, info: Info) -> list[Component]:
-        return await _all_related(info, self, "apiConsumedBy", "Component")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "apiConsumedBy", Component)
 
 
 @strawberry.type(description="Infrastructure a component needs: a database, a bucket, a topic.")
@@ -224,19 +229,19 @@ class System(_Owned, _Typed, Entity):
 
     @strawberry.field
     async def domain(self, info: Info) -> Domain | None:
-        return await _first_related(info, self, "partOf", "Domain")  # type: ignore[no-any-return]
+        return await _first_related(info, self.record.ref, "partOf", Domain)
 
     @strawberry.field
     async def components(self, info: Info) -> list[Component]:
-        return await _all_related(info, self, "hasPart", "Component")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasPart", Component)
 
     @strawberry.field
     async def apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self, "hasPart", "API")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasPart", API)
 
     @strawberry.field
     async def resources(self, info: Info) -> list[Resource]:
-        return await _all_related(info, self, "hasPart", "Resource")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasPart", Resource)
 
 
 @strawberry.type(description="A business area grouping systems.")
@@ -245,11 +250,11 @@ class Domain(_Owned, _Typed, Entity):
 
     @strawberry.field
     async def systems(self, info: Info) -> list[System]:
-        return await _all_related(info, self, "hasPart", "System")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasPart", System)
 
     @strawberry.field
     async def parent_domain(self, info: Info) -> Domain | None:
-        return await _first_related(info, self, "partOf", "Domain")  # type: ignore[no-any-return]
+        return await _first_related(info, self.record.ref, "partOf", Domain)
 
 
 @strawberry.type(description="A team or other organisational unit.")
@@ -258,15 +263,15 @@ class Group(_Typed, _Profiled, Entity):
 
     @strawberry.field
     async def parent(self, info: Info) -> Group | None:
-        return await _first_related(info, self, "childOf", "Group")  # type: ignore[no-any-return]
+        return await _first_related(info, self.record.ref, "childOf", Group)
 
     @strawberry.field
     async def children(self, info: Info) -> list[Group]:
-        return await _all_related(info, self, "parentOf", "Group")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "parentOf", Group)
 
     @strawberry.field(description="Direct members.")
     async def members(self, info: Info) -> list[User]:
-        return await _all_related(info, self, "hasMember", "User")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "hasMember", User)
 
 
 @strawberry.type(description="A person.")
@@ -275,7 +280,7 @@ class User(_Profiled, Entity):
 
     @strawberry.field(description="Groups this person is a direct member of.")
     async def member_of(self, info: Info) -> list[Group]:
-        return await _all_related(info, self, "memberOf", "Group")  # type: ignore[no-any-return]
+        return await _all_related(info, self.record.ref, "memberOf", Group)
 
 
 @strawberry.type(description="A pointer to more catalog files.")
@@ -293,7 +298,14 @@ class Location(_Typed, Entity):
 
 
 ENTITY_TYPES: tuple[type[Entity], ...] = (
-    Component, API, Resource, System, Domain, Group, User, Location
+    Component,
+    API,
+    Resource,
+    System,
+    Domain,
+    Group,
+    User,
+    Location,
 )
 _BY_KIND: dict[str, type[Entity]] = {t.kind_name: t for t in ENTITY_TYPES}  # type: ignore[attr-defined]
 
@@ -310,15 +322,17 @@ def entity_from_record(record: EntityRecord) -> Entity:
         title=record.title,
         description=record.description,
         tags=record.tags,
-        labels=record.labels,
-        annotations=record.annotations,
+        labels=JSON(record.labels),
+        annotations=JSON(record.annotations),
         links=[
             EntityLink(
-                url=link["url"], title=link.get("title"), icon=link.get("icon"),
+                url=link["url"],
+                title=link.get("title"),
+                icon=link.get("icon"),
                 type=link.get("type"),
             )
             for link in record.links
         ],
-        spec=record.spec,
+        spec=JSON(record.spec),
         updated_at=record.updated_at,
     )

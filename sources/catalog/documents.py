@@ -27,7 +27,9 @@ class DocumentError:
     message: str
 
     def __str__(self) -> str:
-        where = self.location if self.document is None else f"{self.location} document {self.document}"
+        where = (
+            self.location if self.document is None else f"{self.location} document {self.document}"
+        )
         return f"{where}: {self.field + ': ' if self.field else ''}{self.message}"
 
 
@@ -56,7 +58,7 @@ def parse_documents(text: str, location: str) -> ParsedBatch:
     ok = True
     index = 0
     try:
-        for index, doc in enumerate(yaml.load_all(text, Loader=_Loader), start=1):  # noqa: S506
+        for index, doc in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
             if doc is None:
                 continue
             try:

@@ -210,7 +210,9 @@ def _short(value: object) -> str:
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _string(container: dict[str, Any], key: str, where: str, *, required: bool = False) -> str | None:
+def _string(
+    container: dict[str, Any], key: str, where: str, *, required: bool = False
+) -> str | None:
     value = container.get(key)
     if value is None or value == "":
         if required:
@@ -242,7 +244,7 @@ def _tags(metadata: dict[str, Any]) -> list[str]:
         if not isinstance(tag, str) or len(tag) > 63 or not _TAG.match(tag):
             raise EntityValidationError(
                 f"metadata.tags[{index}]",
-                f"{_short(tag)} must be lowercase letters, digits, : + # separated by single dashes",
+                f"{_short(tag)} must be lowercase letters, digits, : + # joined by single dashes",
             )
     return list(dict.fromkeys(value))
 

@@ -73,8 +73,14 @@ class EntityFilter:
 
     def params(self) -> tuple[Any, ...]:
         return (
-            self.kinds, self.types, self.owners, self.lifecycles, self.tags, self.systems,
-            self.namespaces, self.labels,
+            self.kinds,
+            self.types,
+            self.owners,
+            self.lifecycles,
+            self.tags,
+            self.systems,
+            self.namespaces,
+            self.labels,
         )
 
 
@@ -169,7 +175,9 @@ async def entities_by_refs(db: Executor, refs: list[str]) -> dict[str, EntityRec
     return {r["ref"]: EntityRecord.from_row(r) for r in await db.fetch(BY_REFS, refs)}
 
 
-async def relations_of(db: Executor, keys: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+async def relations_of(
+    db: Executor, keys: list[tuple[str, str]]
+) -> dict[tuple[str, str], list[str]]:
     found: dict[tuple[str, str], list[str]] = {}
     rows = await db.fetch(RELATIONS_BY_KEYS, [k[0] for k in keys], [k[1] for k in keys])
     for row in rows:

@@ -55,7 +55,9 @@ returning ref
 """
 
 
-async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "catalog") -> ApplyResult:
+async def apply_batch(
+    db: Database, batch: ParsedBatch, *, managed_by: str = "catalog"
+) -> ApplyResult:
     """Store a parsed batch in one transaction.
 
     Documents that failed validation are already in ``batch.errors`` and are skipped; an entity
@@ -67,10 +69,15 @@ async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "ca
     incoming: dict[str, tuple[str, Entity]] = {}
     for origin, entity in batch.entities:
         if entity.ref in incoming:
-            result.errors.append(DocumentError(
-                origin, None, "metadata.name",
-                f"{entity.ref} is defined twice; the first, from {incoming[entity.ref][0]}, wins",
-            ))
+            result.errors.append(
+                DocumentError(
+                    origin,
+                    None,
+                    "metadata.name",
+                    f"{entity.ref} is defined twice; the first one, "
+                    f"from {incoming[entity.ref][0]}, wins",
+                )
+            )
             continue
         incoming[entity.ref] = (origin, entity)
 
@@ -80,10 +87,14 @@ async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "ca
         for ref, (origin, entity) in incoming.items():
             row = existing.get(ref)
             if row is not None and row["managed_by"] != managed_by:
-                result.errors.append(DocumentError(
-                    origin, None, "metadata.name",
-                    f"{ref} is managed by {row['managed_by']} and cannot be changed here",
-                ))
+                result.errors.append(
+                    DocumentError(
+                        origin,
+                        None,
+                        "metadata.name",
+                        f"{ref} is managed by {row['managed_by']} and cannot be changed here",
+                    )
+                )
             elif row is not None and row["hash"] == entity.hash and row["origin"] == origin:
                 result.unchanged.append(ref)
             else:
@@ -94,7 +105,9 @@ async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "ca
             await _write(tx, to_write, managed_by)
         complete = sorted(batch.complete_origins)
         if complete:
-            deleted = [r["ref"] for r in await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)]
+            deleted = [
+                r["ref"] for r in await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)
+            ]
             if deleted:
                 await tx.execute(_DROP_RELATIONS, deleted)
             result.deleted = deleted
@@ -102,21 +115,42 @@ async def apply_batch(db: Database, batch: ParsedBatch, *, managed_by: str = "ca
 
 
 async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> None:
-    await tx.executemany(_UPSERT, [
-        (
-            e.ref, e.kind, e.namespace, e.name, e.title, e.description, e.spec_type, e.lifecycle,
-            e.owner_ref, e.system_ref, e.tags, e.labels, e.annotations, e.links, e.spec,
-            e.document, e.hash, origin, managed_by,
-        )
-        for origin, e in items
-    ])
+    await tx.executemany(
+        _UPSERT,
+        [
+            (
+                e.ref,
+                e.kind,
+                e.namespace,
+                e.name,
+                e.title,
+                e.description,
+                e.spec_type,
+                e.lifecycle,
+                e.owner_ref,
+                e.system_ref,
+                e.tags,
+                e.labels,
+                e.annotations,
+                e.links,
+                e.spec,
+                e.document,
+                e.hash,
+                origin,
+                managed_by,
+            )
+            for origin, e in items
+        ],
+    )
     refs = [e.ref for _, e in items]
     await tx.execute(_DROP_RELATIONS, refs)
     relations = [(r, e.ref) for _, e in items for r in e.relations]
     if relations:
         await tx.execute(
             _ADD_RELATIONS,
-            [r.source_ref for r, _ in relations], [r.type for r, _ in relations],
-            [r.target_ref for r, _ in relations], [origin for _, origin in relations],
+            [r.source_ref for r, _ in relations],
+            [r.type for r, _ in relations],
+            [r.target_ref for r, _ in relations],
+            [origin for _, origin in relations],
         )
     await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))

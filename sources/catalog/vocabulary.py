@@ -92,8 +92,11 @@ async def corrections(db: Executor, query_words: list[str]) -> dict[str, list[st
     found: dict[str, list[str]] = {}
     for row in await db.fetch(
         _CORRECTIONS,
-        [r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-        MIN_SIMILARITY, MAX_CORRECTIONS,
+        [r[0] for r in rows],
+        [r[1] for r in rows],
+        [r[2] for r in rows],
+        MIN_SIMILARITY,
+        MAX_CORRECTIONS,
     ):
         found.setdefault(row["word"], []).append(row["term"])
     return found

@@ -32,7 +32,10 @@ async def test_a_component_page_has_real_relations(demo_client: Client) -> None:
     assert entity["kind"] == "Component"
     assert entity["owner"]["ref"] == entity["ownerRef"] == "group:default/checkout-team"
     assert entity["owner"]["profile"]["displayName"]
-    assert entity["system"] == {"ref": "system:default/checkout", "domain": {"ref": "domain:default/commerce"}}
+    assert entity["system"] == {
+        "ref": "system:default/checkout",
+        "domain": {"ref": "domain:default/commerce"},
+    }
     dependencies = {d["ref"] for d in entity["dependencies"]}
     assert "resource:default/checkout-cache" in dependencies
     assert {d["kind"] for d in entity["dependencies"]} == {"Component", "Resource"}
@@ -54,7 +57,9 @@ async def test_relations_are_navigable_both_ways(demo_client: Client) -> None:
 
 async def test_node_resolves_global_ids(demo_client: Client) -> None:
     entity = (await demo_client.gql(PAGE, {"ref": "component:checkout"}))["data"]["entity"]
-    found = await demo_client.gql("query($id: ID!) { node(id: $id) { id ... on Component { ref } } }", {"id": entity["id"]})
+    found = await demo_client.gql(
+        "query($id: ID!) { node(id: $id) { id ... on Component { ref } } }", {"id": entity["id"]}
+    )
     assert found["data"]["node"] == {"id": entity["id"], "ref": "component:default/checkout"}
     assert base64.b64decode(entity["id"]).decode() == "Component:component:default/checkout"
 
@@ -80,14 +85,21 @@ async def test_filters_combine(demo_client: Client) -> None:
         totalCount nodes { ... on API { type system { ref } } } } }"""
     result = (await demo_client.gql(query))["data"]["entities"]
     assert result["totalCount"] == len(result["nodes"]) > 0
-    assert all(n["type"] == "grpc" and n["system"]["ref"] == "system:default/payments" for n in result["nodes"])
+    assert all(
+        n["type"] == "grpc" and n["system"]["ref"] == "system:default/payments"
+        for n in result["nodes"]
+    )
 
 
 async def test_tag_and_label_filters(demo_client: Client) -> None:
-    tagged = (await demo_client.gql('{ entities(filter: {tag: ["pci"]}, first: 100) { nodes { tags } } }'))["data"]
-    assert tagged["entities"]["nodes"] and all("pci" in n["tags"] for n in tagged["entities"]["nodes"])
+    tagged = (
+        await demo_client.gql('{ entities(filter: {tag: ["pci"]}, first: 100) { nodes { tags } } }')
+    )["data"]
+    assert tagged["entities"]["nodes"] and all(
+        "pci" in n["tags"] for n in tagged["entities"]["nodes"]
+    )
     labelled = await demo_client.gql(
-        'query($l: JSON) { entities(filter: {labels: $l}, first: 100) { totalCount nodes { labels } } }',
+        "query($l: JSON) { entities(filter: {labels: $l}, first: 100) { totalCount nodes { labels } } }",
         {"l": {"tier": "1"}},
     )
     nodes = labelled["data"]["entities"]["nodes"]
@@ -115,18 +127,30 @@ async def test_search_ranks_the_exact_name_first(demo_client: Client) -> None:
 
 
 async def test_search_pages_by_relevance(demo_client: Client) -> None:
-    query = "query($after: String) { entities(search: \"service\", first: 3, after: $after) { totalCount nodes { ref } pageInfo { hasNextPage endCursor } } }"
+    query = 'query($after: String) { entities(search: "service", first: 3, after: $after) { totalCount nodes { ref } pageInfo { hasNextPage endCursor } } }'
     first = (await demo_client.gql(query))["data"]["entities"]
-    second = (await demo_client.gql(query, {"after": first["pageInfo"]["endCursor"]}))["data"]["entities"]
+    second = (await demo_client.gql(query, {"after": first["pageInfo"]["endCursor"]}))["data"][
+        "entities"
+    ]
     assert first["totalCount"] > 6
     assert not {n["ref"] for n in first["nodes"]} & {n["ref"] for n in second["nodes"]}
 
 
 @pytest.mark.parametrize(
     "hostile",
-    ["'; drop table entities; --", "a & | ! :* ( <-> )", "\\x00", "%_%", "💥" * 100, "x" * 10_000, ""],
+    [
+        "'; drop table entities; --",
+        "a & | ! :* ( <-> )",
+        "\\x00",
+        "%_%",
+        "💥" * 100,
+        "x" * 10_000,
+        "",
+    ],
 )
-async def test_hostile_search_and_filter_strings_are_harmless(demo_client: Client, hostile: str) -> None:
+async def test_hostile_search_and_filter_strings_are_harmless(
+    demo_client: Client, hostile: str
+) -> None:
     query = """query($q: String, $t: [String!]) {
         entities(search: $q, filter: {tag: $t, type: $t}) { totalCount nodes { ref } }
         facets(field: TAG, search: $q) { value } }"""
@@ -137,7 +161,8 @@ async def test_hostile_search_and_filter_strings_are_harmless(demo_client: Clien
 
 async def test_nul_characters_are_a_clear_error(demo_client: Client) -> None:
     body = await demo_client.gql(
-        'query($t: [String!]) { entities(filter: {tag: $t}) { totalCount } }', {"t": ["a\x00b"]},
+        "query($t: [String!]) { entities(filter: {tag: $t}) { totalCount } }",
+        {"t": ["a\x00b"]},
         expect_errors=True,
     )
     assert "NUL" in body["errors"][0]["message"]
@@ -146,12 +171,12 @@ async def test_nul_characters_are_a_clear_error(demo_client: Client) -> None:
 
 async def test_bad_arguments_are_clear_errors(demo_client: Client) -> None:
     cases = {
-        '{ entities(first: 1000) { totalCount } }': "first must be between 0 and 100",
+        "{ entities(first: 1000) { totalCount } }": "first must be between 0 and 100",
         '{ entities(after: "garbage!") { totalCount } }': "cursor",
-        '{ entities(orderBy: RELEVANCE) { totalCount } }': "needs a search",
+        "{ entities(orderBy: RELEVANCE) { totalCount } }": "needs a search",
         '{ entities(filter: {kind: ["widget"]}) { totalCount } }': "unknown kind",
         '{ entities(filter: {owner: ["bad owner!"]}) { totalCount } }': "must consist of",
-        '{ entities(filter: {labels: [1]}) { totalCount } }': "labels must be an object",
+        "{ entities(filter: {labels: [1]}) { totalCount } }": "labels must be an object",
     }
     for query, message in cases.items():
         body = await demo_client.gql(query, expect_errors=True)
@@ -193,22 +218,37 @@ spec: {type: service, owner: team-z}
         created updated unchanged deleted errors { location document field message } } }"""
     result = (await client.gql(mutation, {"y": yaml}))["data"]["applyEntities"]
     assert result["created"] == ["component:default/svc"]
-    assert result["errors"] == [{
-        "location": "repo/catalog-info.yaml", "document": 2, "field": "spec.lifecycle", "message": "is required",
-    }]
+    assert result["errors"] == [
+        {
+            "location": "repo/catalog-info.yaml",
+            "document": 2,
+            "field": "spec.lifecycle",
+            "message": "is required",
+        }
+    ]
     again = (await client.gql(mutation, {"y": yaml}))["data"]["applyEntities"]
     assert again["created"] == [] and again["unchanged"] == 1
     # The owner group arrives later: the relation resolves then.
     owner = '{ entity(ref: "component:svc") { ... on Component { ownerRef owner { ref } } } }'
-    assert (await client.gql(owner))["data"]["entity"] == {"ownerRef": "group:default/team-z", "owner": None}
-    await client.gql(mutation.replace("repo/catalog-info.yaml", "org.yaml"), {
-        "y": "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: team-z}\nspec: {type: team}\n"
-    })
+    assert (await client.gql(owner))["data"]["entity"] == {
+        "ownerRef": "group:default/team-z",
+        "owner": None,
+    }
+    await client.gql(
+        mutation.replace("repo/catalog-info.yaml", "org.yaml"),
+        {
+            "y": "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: team-z}\nspec: {type: team}\n"
+        },
+    )
     assert (await client.gql(owner))["data"]["entity"]["owner"] == {"ref": "group:default/team-z"}
 
 
 async def test_broken_yaml_through_the_api_is_an_error_not_a_crash(client: Client) -> None:
-    mutation = 'mutation($y: String!) { applyEntities(yaml: $y) { created errors { document message } } }'
-    result = (await client.gql(mutation, {"y": "kind: [unclosed\n\tfoo: 'x"}))["data"]["applyEntities"]
+    mutation = (
+        "mutation($y: String!) { applyEntities(yaml: $y) { created errors { document message } } }"
+    )
+    result = (await client.gql(mutation, {"y": "kind: [unclosed\n\tfoo: 'x"}))["data"][
+        "applyEntities"
+    ]
     assert result["created"] == []
     assert "invalid YAML" in result["errors"][0]["message"]

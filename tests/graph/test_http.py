@@ -21,14 +21,19 @@ async def test_post_answers_graphql_response_json_by_default(client: Client) -> 
 async def test_get_runs_queries(client: Client) -> None:
     response = await client.get(
         "/graphql",
-        params={"query": "query One($r: String!) { entity(ref: $r) { ref } }", "variables": '{"r": "api:x"}'},
+        params={
+            "query": "query One($r: String!) { entity(ref: $r) { ref } }",
+            "variables": '{"r": "api:x"}',
+        },
     )
     assert response.status_code == 200
     assert response.json() == {"data": {"entity": None}}
 
 
 async def test_mutations_over_get_are_405_with_allow(client: Client) -> None:
-    response = await client.get("/graphql", params={"query": 'mutation { applyEntities(yaml: "") { unchanged } }'})
+    response = await client.get(
+        "/graphql", params={"query": 'mutation { applyEntities(yaml: "") { unchanged } }'}
+    )
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
     assert "POST" in response.json()["errors"][0]["message"]
@@ -58,14 +63,19 @@ async def test_variables_that_do_not_coerce_are_422(client: Client) -> None:
 
 
 async def test_application_json_clients_get_200_for_graphql_errors(client: Client) -> None:
-    response = await client.post("/graphql", json={"query": "{ nope }"}, headers={"accept": "application/json"})
+    response = await client.post(
+        "/graphql", json={"query": "{ nope }"}, headers={"accept": "application/json"}
+    )
     assert response.status_code == 200
     assert response.headers["content-type"] == "application/json"
     assert response.json()["errors"]
 
 
 async def test_field_errors_keep_partial_data(client: Client) -> None:
-    response = await client.post("/graphql", json={"query": '{ a: entity(ref: "no kind") { ref } b: entity(ref: "api:x") { ref } }'})
+    response = await client.post(
+        "/graphql",
+        json={"query": '{ a: entity(ref: "no kind") { ref } b: entity(ref: "api:x") { ref } }'},
+    )
     assert response.status_code == 200
     body = response.json()
     assert body["data"] == {"a": None, "b": None}
@@ -75,7 +85,10 @@ async def test_field_errors_keep_partial_data(client: Client) -> None:
 
 @pytest.mark.parametrize(
     ("content_type", "body"),
-    [("application/x-www-form-urlencoded", b"query=%7B__typename%7D"), ("text/plain", b'{"query":"{__typename}"}')],
+    [
+        ("application/x-www-form-urlencoded", b"query=%7B__typename%7D"),
+        ("text/plain", b'{"query":"{__typename}"}'),
+    ],
 )
 async def test_other_media_types_are_415(client: Client, content_type: str, body: bytes) -> None:
     response = await client.post("/graphql", content=body, headers={"content-type": content_type})
@@ -83,7 +96,9 @@ async def test_other_media_types_are_415(client: Client, content_type: str, body
 
 
 async def test_unacceptable_accept_is_406(client: Client) -> None:
-    response = await client.post("/graphql", json={"query": QUERY}, headers={"accept": "application/xml"})
+    response = await client.post(
+        "/graphql", json={"query": QUERY}, headers={"accept": "application/xml"}
+    )
     assert response.status_code == 406
 
 
@@ -113,7 +128,9 @@ async def test_other_methods_are_405(client: Client) -> None:
     ],
 )
 async def test_malformed_requests_are_400(client: Client, payload: bytes, message: str) -> None:
-    response = await client.post("/graphql", content=payload, headers={"content-type": "application/json"})
+    response = await client.post(
+        "/graphql", content=payload, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 400
     assert message in response.json()["errors"][0]["message"]
 
@@ -126,20 +143,31 @@ async def test_bad_variables_json_over_get_is_400(client: Client) -> None:
 async def test_a_large_body_is_refused_before_it_is_parsed(make_client: AppFactory) -> None:
     client = await make_client(max_body_bytes=2048)
     body = orjson.dumps({"query": "{ " + "a " * 5000 + "}"})
-    response = await client.post("/graphql", content=body, headers={"content-type": "application/json"})
+    response = await client.post(
+        "/graphql", content=body, headers={"content-type": "application/json"}
+    )
     assert response.status_code == 413
 
 
 async def test_too_many_tokens_and_too_deep_are_refused(make_client: AppFactory) -> None:
     client = await make_client(max_tokens=50, max_depth=3)
-    many = await client.post("/graphql", json={"query": "{ " + " ".join(f"a{i}: __typename" for i in range(40)) + " }"})
+    many = await client.post(
+        "/graphql", json={"query": "{ " + " ".join(f"a{i}: __typename" for i in range(40)) + " }"}
+    )
     assert many.status_code == 400 and "token" in many.text.lower()
-    deep = await client.post("/graphql", json={"query": '{ entity(ref: "api:x") { ... on API { owner { ... on Group { parent { parent { name } } } } } } }'})
+    deep = await client.post(
+        "/graphql",
+        json={
+            "query": '{ entity(ref: "api:x") { ... on API { owner { ... on Group { parent { parent { name } } } } } } }'
+        },
+    )
     assert deep.status_code == 422 and "depth" in deep.text.lower()
 
 
 async def test_batches_run_each_operation(client: Client) -> None:
-    response = await client.post("/graphql", json=[{"query": "{ __typename }"}, {"query": "{ nope }"}])
+    response = await client.post(
+        "/graphql", json=[{"query": "{ __typename }"}, {"query": "{ nope }"}]
+    )
     assert response.status_code == 200
     first, second = response.json()
     assert first == {"data": {"__typename": "Query"}}
@@ -152,7 +180,9 @@ async def test_batches_are_bounded(make_client: AppFactory) -> None:
     assert response.status_code == 400
 
 
-async def test_production_masks_unexpected_errors_but_keeps_the_code(make_client: AppFactory) -> None:
+async def test_production_masks_unexpected_errors_but_keeps_the_code(
+    make_client: AppFactory,
+) -> None:
     client = await make_client(mode="production")
     await client.services.db.execute("alter table entities rename to gone")
     response = await client.post("/graphql", json={"query": '{ entity(ref: "group:x") { ref } }'})
@@ -177,7 +207,10 @@ async def test_health_readiness_and_metrics(client: Client) -> None:
     await client.post("/graphql", json={"query": "{ nope }"})
     metrics = (await client.get("/metrics")).text
     assert 'atrium_graphql_requests_total{operation="Ping",status="200"} 1.0' in metrics
-    assert 'atrium_graphql_errors_total{code="GRAPHQL_VALIDATION_FAILED",operation="anonymous"} 1.0' in metrics
+    assert (
+        'atrium_graphql_errors_total{code="GRAPHQL_VALIDATION_FAILED",operation="anonymous"} 1.0'
+        in metrics
+    )
     assert 'atrium_graphql_request_duration_seconds_count{operation="Ping"} 1.0' in metrics
 
 

@@ -37,9 +37,15 @@ def organisation(components: int) -> str:
         "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: eng}\nspec: {type: org}",
     ]
     for t in range(5):
-        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {{name: team-{t}}}\nspec: {{type: team, parent: eng, members: [u{t}]}}")
-        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: User\nmetadata: {{name: u{t}}}\nspec: {{memberOf: [team-{t}]}}")
-        docs.append(f"apiVersion: backstage.io/v1alpha1\nkind: System\nmetadata: {{name: sys-{t}}}\nspec: {{owner: team-{t}, domain: d}}")
+        docs.append(
+            f"apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {{name: team-{t}}}\nspec: {{type: team, parent: eng, members: [u{t}]}}"
+        )
+        docs.append(
+            f"apiVersion: backstage.io/v1alpha1\nkind: User\nmetadata: {{name: u{t}}}\nspec: {{memberOf: [team-{t}]}}"
+        )
+        docs.append(
+            f"apiVersion: backstage.io/v1alpha1\nkind: System\nmetadata: {{name: sys-{t}}}\nspec: {{owner: team-{t}, domain: d}}"
+        )
     for i in range(components):
         t = i % 5
         docs.append(
@@ -80,7 +86,9 @@ async def test_one_and_fifty_entities_cost_the_same_queries(org_client: Client) 
 async def test_the_entity_page_is_a_handful_of_queries(org_client: Client) -> None:
     db = org_client.services.db
     before = db.queries
-    await org_client.gql('{ entity(ref: "component:c001") { ... on Component { owner { ref } system { ref } dependencies { ref } providesApis { ref } consumesApis { ref } } } }')
+    await org_client.gql(
+        '{ entity(ref: "component:c001") { ... on Component { owner { ref } system { ref } dependencies { ref } providesApis { ref } consumesApis { ref } } } }'
+    )
     # entity, its relations (one batch), the related entities (one batch)
     assert db.queries - before == 3
 

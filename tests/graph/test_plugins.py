@@ -24,8 +24,19 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
     """pip-install the example plugin package into a folder put on sys.path."""
     target = tmp_path_factory.mktemp("site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index",
-         "--no-build-isolation", "--target", str(target), str(EXAMPLE)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-deps",
+            "--no-index",
+            "--no-build-isolation",
+            "--target",
+            str(target),
+            str(EXAMPLE),
+        ],
         check=True,
         capture_output=True,
     )
@@ -45,7 +56,9 @@ async def test_an_installed_plugin_is_discovered_and_serves_its_field(
     body = await client.gql('{ en: hello(name: "Ada") fr: hello(name: "Ada", language: "fr") }')
     assert body["data"] == {"en": "Hello, Ada!", "fr": "Bonjour, Ada!"}
     # Its migration ran in its own scope.
-    scopes = await client.services.db.fetch("select scope, version from atrium_migrations order by 1")
+    scopes = await client.services.db.fetch(
+        "select scope, version from atrium_migrations order by 1"
+    )
     assert [(r["scope"], r["version"]) for r in scopes] == [("core", 1), ("hello", 1)]
 
 
@@ -69,7 +82,9 @@ class Clashing:
 
 
 def test_a_field_claimed_twice_fails_naming_both_plugins() -> None:
-    with pytest.raises(PluginConflict, match="Query.entity is defined by plugin catalog and by plugin clashing"):
+    with pytest.raises(
+        PluginConflict, match=r"Query\.entity is defined by plugin catalog and by plugin clashing"
+    ):
         assemble(Settings(), [CatalogPlugin(), Clashing()])
 
 
@@ -87,7 +102,7 @@ class TwoLoaders:
 
 
 def test_a_loader_registered_twice_fails() -> None:
-    with pytest.raises(PluginConflict, match="registers loader twice.x twice"):
+    with pytest.raises(PluginConflict, match=r"registers loader twice\.x twice"):
         assemble(Settings(), [CatalogPlugin(), TwoLoaders()])
 
 

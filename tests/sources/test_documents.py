@@ -21,7 +21,10 @@ spec: {type: service, lifecycle: production, owner: team-a}
 
 def test_multi_document_yaml_is_read_unchanged() -> None:
     batch = parse_documents(GOOD, "catalog-info.yaml")
-    assert [e.ref for _, e in batch.entities] == ["group:default/team-a", "component:default/checkout"]
+    assert [e.ref for _, e in batch.entities] == [
+        "group:default/team-a",
+        "component:default/checkout",
+    ]
     assert batch.errors == []
     assert batch.complete_origins == {"catalog-info.yaml"}
     # Dates stay strings: entities are JSON documents.
@@ -29,11 +32,18 @@ def test_multi_document_yaml_is_read_unchanged() -> None:
 
 
 def test_an_invalid_document_is_reported_and_the_others_kept() -> None:
-    text = GOOD + "---\napiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n"
+    text = (
+        GOOD
+        + "---\napiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {name: x}\nspec: {type: service}\n"
+    )
     batch = parse_documents(text, "team/catalog-info.yaml")
     assert len(batch.entities) == 2
     [error] = batch.errors
-    assert (error.location, error.document, error.field) == ("team/catalog-info.yaml", 3, "spec.lifecycle")
+    assert (error.location, error.document, error.field) == (
+        "team/catalog-info.yaml",
+        3,
+        "spec.lifecycle",
+    )
     assert str(error) == "team/catalog-info.yaml document 3: spec.lifecycle: is required"
     assert batch.complete_origins == set()
 

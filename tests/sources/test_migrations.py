@@ -47,7 +47,9 @@ async def test_a_changed_applied_migration_is_refused(db: Database, tmp_path: Pa
         await pending_migrations(db, read_migrations("demo", tmp_path))
 
 
-async def test_a_failing_migration_names_itself_and_leaves_nothing(db: Database, tmp_path: Path) -> None:
+async def test_a_failing_migration_names_itself_and_leaves_nothing(
+    db: Database, tmp_path: Path
+) -> None:
     write(tmp_path, "0001_bad.sql", "create table half (n int); select no_such_function();")
     with pytest.raises(MigrationError, match="demo/0001_bad failed"):
         await apply_migrations(db, read_migrations("demo", tmp_path))

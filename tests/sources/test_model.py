@@ -18,10 +18,14 @@ def component(**spec: Any) -> dict[str, Any]:
 
 
 def test_relations_are_derived_both_ways_with_backstage_defaults() -> None:
-    entity = validate_entity(component(
-        system="shop", providesApis=["checkout-api"], consumesApis=["payments/pay-api"],
-        dependsOn=["resource:orders-db"],
-    ))
+    entity = validate_entity(
+        component(
+            system="shop",
+            providesApis=["checkout-api"],
+            consumesApis=["payments/pay-api"],
+            dependsOn=["resource:orders-db"],
+        )
+    )
     assert entity.ref == "component:default/checkout"
     assert entity.owner_ref == "group:default/team-a"
     assert entity.system_ref == "system:default/shop"
@@ -47,11 +51,14 @@ def test_spec_refs_default_to_the_entity_namespace() -> None:
 
 
 def test_group_and_user_relations() -> None:
-    group = validate_entity({
-        "apiVersion": "backstage.io/v1alpha1", "kind": "Group",
-        "metadata": {"name": "team-a"},
-        "spec": {"type": "team", "parent": "eng", "children": ["team-a1"], "members": ["ann"]},
-    })
+    group = validate_entity(
+        {
+            "apiVersion": "backstage.io/v1alpha1",
+            "kind": "Group",
+            "metadata": {"name": "team-a"},
+            "spec": {"type": "team", "parent": "eng", "children": ["team-a1"], "members": ["ann"]},
+        }
+    )
     assert {(r.type, r.target_ref) for r in group.relations if r.source_ref == group.ref} == {
         ("childOf", "group:default/eng"),
         ("parentOf", "group:default/team-a1"),
@@ -76,10 +83,18 @@ def test_the_hash_changes_with_the_document_only() -> None:
         (lambda d: d["spec"].pop("lifecycle"), "spec.lifecycle", "is required"),
         (lambda d: d["spec"].update(owner=42), "spec.owner", "expected a reference"),
         (lambda d: d["spec"].update(dependsOn="x"), "spec.dependsOn", "expected a list"),
-        (lambda d: d["spec"].update(dependsOn=["ok", "widget:x"]), "spec.dependsOn[1]", "unknown kind"),
+        (
+            lambda d: d["spec"].update(dependsOn=["ok", "widget:x"]),
+            "spec.dependsOn[1]",
+            "unknown kind",
+        ),
         (lambda d: d["metadata"].update(tags=["Has Space"]), "metadata.tags[0]", "lowercase"),
         (lambda d: d["metadata"].update(labels={"a": 1}), "metadata.labels.a", "must be strings"),
-        (lambda d: d["metadata"].update(links=[{"title": "x"}]), "metadata.links[0].url", "required"),
+        (
+            lambda d: d["metadata"].update(links=[{"title": "x"}]),
+            "metadata.links[0].url",
+            "required",
+        ),
         (lambda d: d.update(spec=[1]), "spec", "expected a mapping"),
     ],
 )

@@ -17,7 +17,9 @@ from sources.errors import InvalidRef
         ("api:x.y_z-1", None, "api:default/x.y_z-1"),
     ],
 )
-def test_refs_normalise_case_kind_and_namespace(text: str, default_kind: str | None, expected: str) -> None:
+def test_refs_normalise_case_kind_and_namespace(
+    text: str, default_kind: str | None, expected: str
+) -> None:
     assert normalize_ref(text, default_kind=default_kind) == expected
 
 

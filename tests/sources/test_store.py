@@ -36,7 +36,9 @@ async def test_reimporting_an_unchanged_file_writes_nothing(db: Database) -> Non
     assert again.created == again.updated == again.deleted == []
     assert sorted(again.unchanged) == ["component:default/checkout", "group:default/team-a"]
     # Row versions prove nothing was rewritten, not even with identical values.
-    assert await db.fetch("select ref, xmin::text, updated_at from entities order by ref") == versions
+    assert (
+        await db.fetch("select ref, xmin::text, updated_at from entities order by ref") == versions
+    )
     assert await db.fetch("select xmin::text from relations order by 1") == relations
 
 
@@ -60,7 +62,10 @@ async def test_changing_an_entity_replaces_its_relations(db: Database) -> None:
     changed = SERVICE.replace('dependsOn: ["component:cart"]', 'dependsOn: ["component:tax"]')
     result = await apply_batch(db, parse_documents(changed, "a.yaml"))
     assert result.updated == ["component:default/checkout"]
-    found = await relations_of(db, [("component:default/checkout", "dependsOn"), ("component:default/cart", "dependencyOf")])
+    found = await relations_of(
+        db,
+        [("component:default/checkout", "dependsOn"), ("component:default/cart", "dependencyOf")],
+    )
     assert found == {("component:default/checkout", "dependsOn"): ["component:default/tax"]}
 
 
@@ -76,7 +81,12 @@ async def test_an_entity_removed_from_its_file_is_deleted(db: Database) -> None:
     await apply_batch(db, parse_documents(TEAM + "---" + CART, "a.yaml"))
     result = await apply_batch(db, parse_documents(TEAM, "a.yaml"))
     assert result.deleted == ["component:default/cart"]
-    assert await db.fetchval("select count(*) from relations where origin_ref = 'component:default/cart'") == 0
+    assert (
+        await db.fetchval(
+            "select count(*) from relations where origin_ref = 'component:default/cart'"
+        )
+        == 0
+    )
 
 
 async def test_a_file_with_a_broken_document_deletes_nothing(db: Database) -> None:
@@ -87,7 +97,9 @@ async def test_a_file_with_a_broken_document_deletes_nothing(db: Database) -> No
 
 
 async def test_the_same_ref_twice_keeps_the_first(db: Database) -> None:
-    result = await apply_batch(db, parse_documents(CART + "---" + CART.replace("team-a", "team-b"), "a.yaml"))
+    result = await apply_batch(
+        db, parse_documents(CART + "---" + CART.replace("team-a", "team-b"), "a.yaml")
+    )
     assert result.created == ["component:default/cart"]
     assert "defined twice" in result.errors[0].message
     assert await db.fetchval("select owner_ref from entities") == "group:default/team-a"
@@ -98,7 +110,9 @@ async def test_a_failure_mid_batch_writes_nothing(db: Database) -> None:
         "create function refuse() returns trigger language plpgsql as "
         "$$ begin if new.name = 'cart' then raise exception 'refused'; end if; return new; end $$"
     )
-    await db.execute("create trigger refuse before insert on entities for each row execute function refuse()")
+    await db.execute(
+        "create trigger refuse before insert on entities for each row execute function refuse()"
+    )
     try:
         await apply_batch(db, parse_documents(TEAM + "---" + CART, "a.yaml"))
     except Exception as exc:

@@ -1,0 +1,157 @@
+"""Timing requests through the real ASGI app against a baseline measured alongside.
+
+Absolute milliseconds depend on the machine; a ratio does not, much. Each scenario's
+baseline is a bare Starlette endpoint that returns the very bytes the app answered, reached
+through the same httpx client and ASGI transport, so the ratio is what GraphQL, resolvers and
+SQL cost on top of moving the request and response. Scenario and baseline requests alternate
+(and the order of scenarios rotates each round) so a slow moment of the machine hits both.
+Requests are sequential: this measures latency, not throughput.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import httpx
+import orjson
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from bench.scenarios import Scenario
+from graph.services import Services
+
+__all__ = ["BenchFailure", "Measurement", "measure"]
+
+URL = "http://bench/graphql"
+
+
+class BenchFailure(Exception):
+    """A response was wrong: an error, no data, or data that fails the scenario's check."""
+
+
+@dataclass(slots=True)
+class Measurement:
+    scenario: Scenario
+    body: bytes
+    app_ms: list[float] = field(default_factory=list)
+    baseline_ms: list[float] = field(default_factory=list)
+    queries: list[int] = field(default_factory=list)
+    differing: int = 0  # responses whose bytes differed from the first one's
+
+    @property
+    def median(self) -> float:
+        return statistics.median(self.app_ms)
+
+    @property
+    def p95(self) -> float:
+        return _percentile(self.app_ms, 95)
+
+    @property
+    def baseline_median(self) -> float:
+        return statistics.median(self.baseline_ms)
+
+    @property
+    def ratio(self) -> float:
+        return self.median / self.baseline_median
+
+    @property
+    def passed(self) -> bool:
+        return self.median < self.scenario.target_ms
+
+
+def _percentile(values: list[float], pct: float) -> float:
+    """Nearest-rank percentile: a value that was actually observed."""
+    ordered = sorted(values)
+    rank = max(1, -(-len(ordered) * pct // 100))
+    return ordered[int(rank) - 1]
+
+
+def baseline_app(body: bytes, media_type: str) -> Starlette:
+    """A plain endpoint answering ``body``; it reads the request as any endpoint must."""
+
+    async def endpoint(request: Request) -> Response:
+        await request.body()
+        return Response(body, media_type=media_type)
+
+    return Starlette(routes=[Route("/graphql", endpoint, methods=["POST"])])
+
+
+def _verify(scenario: Scenario, response: httpx.Response) -> None:
+    try:
+        payload: Any = orjson.loads(response.content)
+    except orjson.JSONDecodeError:
+        raise BenchFailure(
+            f"{scenario.name}: HTTP {response.status_code}, not JSON: {response.text[:300]}"
+        ) from None
+    if response.status_code != 200 or payload.get("errors") or not payload.get("data"):
+        raise BenchFailure(
+            f"{scenario.name}: HTTP {response.status_code}, "
+            f"errors {payload.get('errors')!r:.600}, data {payload.get('data')!r:.200}"
+        )
+    problems = scenario.check(payload["data"])
+    if problems:
+        raise BenchFailure(f"{scenario.name}: wrong answer: {'; '.join(problems)}")
+
+
+async def _timed(client: httpx.AsyncClient, payload: bytes) -> tuple[float, httpx.Response]:
+    started = time.perf_counter()
+    response = await client.post(URL, content=payload, headers={"content-type": "application/json"})
+    return (time.perf_counter() - started) * 1000, response
+
+
+async def measure(
+    app: Starlette, scenarios: list[Scenario], *, rounds: int, warmup: int, budget_s: float
+) -> list[Measurement]:
+    """Warm up, then ``rounds`` interleaved rounds, or fewer if ``budget_s`` runs out."""
+    services: Services = app.state.services
+    db = services.database
+    results: list[Measurement] = []
+    clients: list[tuple[httpx.AsyncClient, httpx.AsyncClient, bytes]] = []
+    app_client = httpx.AsyncClient(transport=httpx.ASGITransport(app=app))
+    try:
+        for scenario in scenarios:
+            payload = orjson.dumps(scenario.payload)
+            _, first = await _timed(app_client, payload)
+            _verify(scenario, first)
+            baseline = httpx.AsyncClient(
+                transport=httpx.ASGITransport(
+                    app=baseline_app(first.content, first.headers["content-type"])
+                )
+            )
+            clients.append((app_client, baseline, payload))
+            results.append(Measurement(scenario, first.content))
+            for _ in range(warmup):
+                _, response = await _timed(app_client, payload)
+                _verify(scenario, response)
+                await _timed(baseline, payload)
+
+        started = time.perf_counter()
+        for round_ in range(rounds):
+            if round_ >= 20 and time.perf_counter() - started > budget_s:
+                break
+            shift = round_ % len(scenarios)
+            for index in [*range(shift, len(scenarios)), *range(shift)]:
+                result = results[index]
+                client, baseline, payload = clients[index]
+                for side in ("app", "baseline") if round_ % 2 == 0 else ("baseline", "app"):
+                    if side == "baseline":
+                        ms, _ = await _timed(baseline, payload)
+                        result.baseline_ms.append(ms)
+                        continue
+                    before = db.queries
+                    ms, response = await _timed(client, payload)
+                    result.queries.append(db.queries - before)
+                    result.app_ms.append(ms)
+                    if response.content != result.body:
+                        _verify(result.scenario, response)
+                        result.differing += 1
+    finally:
+        await app_client.aclose()
+        for _, baseline, _ in clients:
+            await baseline.aclose()
+    return results

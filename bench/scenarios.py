@@ -1,0 +1,174 @@
+"""The four things people do in a developer portal, as the GraphQL requests its UI sends.
+
+Inputs are picked from the loaded data, not hard-coded, so each scenario asks for something
+that exists and is typical (a component with dependents and APIs; the team with the most
+components; a word many names share and a misspelling of it). Every response is checked:
+a fast wrong answer, or an error, must fail the run, not flatter it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Final
+
+from sources.db import Database
+
+__all__ = ["Inputs", "Scenario", "pick_inputs", "scenarios"]
+
+SEARCH_WORD: Final = "checkout"
+SEARCH_TYPO: Final = "chekout"  # one letter dropped: trigram similarity 0.55 with the word
+
+ENTITY_PAGE: Final = """
+query EntityPage($ref: String!) {
+  entity(ref: $ref) {
+    ref kind namespace name title description tags labels annotations
+    links { url title icon type }
+    ... on Component {
+      type lifecycle
+      owner {
+        ref kind name title
+        ... on Group { profile { displayName email picture } }
+        ... on User { profile { displayName email picture } }
+      }
+      system { ref name title domain { ref name title } }
+      dependencies { ref kind name title }
+      dependents { ref kind name title }
+      providesApis { ref name title type lifecycle }
+      consumesApis { ref name title type lifecycle }
+    }
+  }
+}
+"""
+
+FILTERED_LIST: Final = """
+query OwnedComponents($owner: String!) {
+  entities(filter: {kind: ["component"], owner: [$owner]}, first: 50) {
+    totalCount
+    nodes { ref name title ... on Component { owner { ref } } }
+  }
+}
+"""
+
+SEARCH: Final = """
+query Search($text: String!) {
+  entities(search: $text, first: 20) {
+    totalCount
+    nodes { ref kind name title }
+  }
+}
+"""
+
+FACETS: Final = """
+query Facets {
+  kinds: facets(field: KIND) { value count }
+  tags: facets(field: TAG, filter: {kind: ["component"]}) { value count }
+}
+"""
+
+# A component with everything the page shows, and an ordinary number of dependents (a hub
+# with thousands would measure the hub, not the page).
+_TYPICAL_COMPONENT = """
+select e.ref from entities e
+where e.kind = 'Component'
+  and exists (select 1 from relations r where r.source_ref = e.ref and r.type = 'providesApi')
+  and exists (select 1 from relations r where r.source_ref = e.ref and r.type = 'consumesApi')
+  and exists (select 1 from relations r where r.source_ref = e.ref and r.type = 'dependsOn'
+              and r.target_ref like 'component:%')
+  and (select count(*) from relations r
+       where r.source_ref = e.ref and r.type = 'dependencyOf') between 2 and 10
+order by e.id
+limit 1
+"""
+_BIGGEST_OWNER = """
+select owner_ref, count(*) as count from entities
+where kind = 'Component' and owner_ref is not null
+group by owner_ref order by count desc, owner_ref limit 1
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    component: str
+    owner: str
+    owner_components: int
+
+
+async def pick_inputs(db: Database) -> Inputs:
+    component = await db.fetchval(_TYPICAL_COMPONENT)
+    owner = await db.fetchrow(_BIGGEST_OWNER)
+    if component is None or owner is None:
+        raise LookupError("the generated catalog has no typical component or no owner")
+    return Inputs(component, owner["owner_ref"], owner["count"])
+
+
+Check = Callable[[dict[str, Any]], list[str]]
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    name: str
+    target_ms: float
+    query: str
+    variables: dict[str, Any]
+    check: Check  # problems with a response's data; empty when it is right
+
+    @property
+    def payload(self) -> dict[str, Any]:
+        return {"query": self.query, "variables": self.variables}
+
+
+def _entity_page(data: dict[str, Any]) -> list[str]:
+    entity = data.get("entity")
+    if not entity:
+        return ["entity is null"]
+    problems = [f"{key} is empty" for key in ("owner", "system") if not entity.get(key)]
+    if entity.get("system") and not entity["system"].get("domain"):
+        problems.append("system.domain is null")
+    problems += [
+        f"{key} is empty"
+        for key in ("dependencies", "dependents", "providesApis", "consumesApis", "tags", "links")
+        if not entity.get(key)
+    ]
+    return problems
+
+
+def _filtered_list(expected: int) -> Check:
+    def check(data: dict[str, Any]) -> list[str]:
+        page = data.get("entities") or {}
+        nodes = page.get("nodes") or []
+        problems = []
+        if page.get("totalCount") != expected:
+            problems.append(f"totalCount is {page.get('totalCount')}, expected {expected}")
+        if len(nodes) != min(50, expected):
+            problems.append(f"{len(nodes)} nodes, expected {min(50, expected)}")
+        owners = {(n.get("owner") or {}).get("ref") for n in nodes}
+        if len(owners) > 1:
+            problems.append(f"nodes have several owners: {sorted(map(str, owners))[:3]}")
+        return problems
+
+    return check
+
+
+def _search(data: dict[str, Any]) -> list[str]:
+    page = data.get("entities") or {}
+    if not page.get("totalCount") or not page.get("nodes"):
+        return [f"no results (totalCount {page.get('totalCount')})"]
+    return []
+
+
+def _facets(data: dict[str, Any]) -> list[str]:
+    return [f"{key} is empty" for key in ("kinds", "tags") if not data.get(key)]
+
+
+def scenarios(inputs: Inputs) -> list[Scenario]:
+    return [
+        Scenario("entity page", 20, ENTITY_PAGE, {"ref": inputs.component}, _entity_page),
+        Scenario(
+            "filtered list", 20, FILTERED_LIST, {"owner": inputs.owner},
+            _filtered_list(inputs.owner_components),
+        ),
+        Scenario(f"search {SEARCH_WORD!r}", 100, SEARCH, {"text": SEARCH_WORD}, _search),
+        Scenario(f"search {SEARCH_TYPO!r}", 100, SEARCH, {"text": SEARCH_TYPO}, _search),
+        Scenario("facets", 100, FACETS, {}, _facets),
+    ]

@@ -20,6 +20,7 @@ from graph.services import Services
 from graph.settings import Settings
 from graph.view import graphql_endpoint
 from sources.db import Database, embedded_database_url
+from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
 
 __all__ = ["app_from_environment", "create_app", "database_url"]
@@ -107,8 +108,12 @@ async def _readyz(request: Request) -> Response:
         checks["database"] = "unreachable"
     else:
         checks["database"] = "ok"
-        pending = await pending_migrations(db, services.assembly.migrations)
-        checks["migrations"] = "ok" if not pending else f"{len(pending)} pending"
+        try:
+            pending = await pending_migrations(db, services.assembly.migrations)
+        except MigrationError as exc:
+            checks["migrations"] = str(exc)
+        else:
+            checks["migrations"] = "ok" if not pending else f"{len(pending)} pending"
     ready = all(value == "ok" for value in checks.values())
     return JSONResponse(checks, status_code=200 if ready else 503)
 

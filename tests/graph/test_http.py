@@ -219,3 +219,10 @@ async def test_readiness_fails_when_migrations_are_missing(client: Client) -> No
     response = await client.get("/readyz")
     assert response.status_code == 503
     assert response.json()["migrations"] == "1 pending"
+
+
+async def test_readiness_reports_a_changed_migration(client: Client) -> None:
+    await client.services.db.execute("update atrium_migrations set checksum = 'x'")
+    response = await client.get("/readyz")
+    assert response.status_code == 503
+    assert "was changed after it was applied" in response.json()["migrations"]

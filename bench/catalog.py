@@ -57,7 +57,12 @@ class Shape:
     @property
     def total(self) -> int:
         return (
-            self.domains + self.systems + self.groups + self.users + self.apis + self.resources
+            self.domains
+            + self.systems
+            + self.groups
+            + self.users
+            + self.apis
+            + self.resources
             + self.components
         )
 
@@ -129,8 +134,10 @@ class CatalogPlan:
         for i in range(n):
             role = "bu" if i < units else "team" if i < units + teams else "squad"
             parent = (
-                None if role == "bu"
-                else self.rng.randrange(units) if role == "team"
+                None
+                if role == "bu"
+                else self.rng.randrange(units)
+                if role == "team"
                 else units + self.rng.randrange(teams)
             )
             self.group_names.append(f"{self._word()}-{role}-{i}")
@@ -154,15 +161,17 @@ class CatalogPlan:
         for name in self._system_names:
             theme = self._word()
             team = self._teams[self._team_pick.one()]
-            self.systems.append(_System(
-                name=name,
-                title=f"{name.capitalize()} {theme.capitalize()}",
-                theme=theme,
-                owner=self.group_names[team],
-                domain=self.rng.choice(self.domain_names),
-                components=[],
-                resources=[],
-            ))
+            self.systems.append(
+                _System(
+                    name=name,
+                    title=f"{name.capitalize()} {theme.capitalize()}",
+                    theme=theme,
+                    owner=self.group_names[team],
+                    domain=self.rng.choice(self.domain_names),
+                    components=[],
+                    resources=[],
+                )
+            )
 
     def _plan_parts(self) -> None:
         shape, rng = self.shape, self.rng
@@ -221,7 +230,11 @@ class CatalogPlan:
                 "title": "Dashboard",
                 "icon": "dashboard",
             },
-            {"url": f"https://runbooks.juniper.internal/{name}", "title": "Runbook", "icon": "docs"},
+            {
+                "url": f"https://runbooks.juniper.internal/{name}",
+                "title": "Runbook",
+                "icon": "docs",
+            },
         ]
         return metadata
 
@@ -281,7 +294,8 @@ class CatalogPlan:
     def _systems_docs(self) -> Iterator[tuple[str, dict[str, Any]]]:
         for system in self.systems:
             metadata = self._metadata(
-                system.name, system.title,
+                system.name,
+                system.title,
                 f"The {system.theme} platform: {len(system.components)} components.",
             )
             spec = {"type": "product", "owner": system.owner, "domain": system.domain}
@@ -311,7 +325,8 @@ class CatalogPlan:
             system = self.systems[self.resource_system[i]]
             word, rtype = name.split("-")[:2]
             metadata = self._metadata(
-                name, f"{word.capitalize()} {rtype.capitalize()}",
+                name,
+                f"{word.capitalize()} {rtype.capitalize()}",
                 f"The {rtype} holding {word} data for {system.title}.",
             )
             spec = {"type": rtype, "owner": system.owner, "system": system.name}
@@ -341,9 +356,11 @@ class CatalogPlan:
                 spec["consumesApis"] = sorted(consumed)
             if depends:
                 spec["dependsOn"] = depends
-            title = f"{rng.choice(self._products).capitalize()} {word.capitalize()} {suffix.capitalize()}"
+            product = rng.choice(self._products)
+            title = f"{product.capitalize()} {word.capitalize()} {suffix.capitalize()}"
             metadata = self._metadata(
-                name, title,
+                name,
+                title,
                 f"The {word} {suffix} of {system.title}, owned by {owner}. "
                 f"Handles {self._word()} and {self._word()} for {self._word()}.",
             )

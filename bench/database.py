@@ -56,7 +56,7 @@ def _embedded_server() -> Iterator[str]:
         warnings.simplefilter("ignore")  # platformdirs warns when XDG_RUNTIME_DIR is unset
         import pgserver
 
-        server: Any = pgserver.get_server(tmp, cleanup_mode="delete")
+        server: Any = pgserver.get_server(tmp, cleanup_mode="delete")  # type: ignore[attr-defined]
         try:
             yield str(server.get_uri())
         finally:

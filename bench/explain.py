@@ -50,7 +50,7 @@ class _RecordingDatabase(Database):
         return await self._timed("fetch", sql, args)  # type: ignore[no-any-return]
 
     async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
-        return await self._timed("fetchrow", sql, args)  # type: ignore[no-any-return]
+        return await self._timed("fetchrow", sql, args)
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
         return await self._timed("fetchval", sql, args)
@@ -65,7 +65,8 @@ async def trace(app: Starlette, scenario: Scenario) -> list[Statement]:
     try:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app)) as client:
             await client.post(
-                URL, content=orjson.dumps(scenario.payload),
+                URL,
+                content=orjson.dumps(scenario.payload),
                 headers={"content-type": "application/json"},
             )
     finally:
@@ -74,9 +75,7 @@ async def trace(app: Starlette, scenario: Scenario) -> list[Statement]:
 
 
 async def explain(db: Database, statement: Statement) -> list[str]:
-    rows = await db.pool.fetch(
-        "explain (analyze, buffers) " + statement.sql, *statement.args
-    )
+    rows = await db.pool.fetch("explain (analyze, buffers) " + statement.sql, *statement.args)
     return [row[0] for row in rows]
 
 

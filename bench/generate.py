@@ -27,8 +27,9 @@ __all__ = ["LoadReport", "generate"]
 
 TABLES: Final = ("entities", "relations", "search_terms", "search_trigrams")
 
-# DDL to drop and to recreate every index and constraint of the tables, built server-side
-# with format() from the catalog: nothing here comes from input.
+# DDL to drop and to recreate every index and constraint of the tables (and foreign keys of
+# other tables that point at them), built server-side with format() from the catalog:
+# nothing here comes from input.
 _CONSTRAINTS = """
 select format('alter table %s drop constraint %I', c.conrelid::regclass, c.conname) as drop,
        format('alter table %s add constraint %I %s', c.conrelid::regclass, c.conname,
@@ -36,7 +37,8 @@ select format('alter table %s drop constraint %I', c.conrelid::regclass, c.conna
        c.contype = 'f' as foreign,
        c.conrelid::regclass::text as table_name
 from pg_constraint c
-where c.conrelid = any($1::regclass[]) and c.contype in ('p', 'u', 'f')
+where c.contype in ('p', 'u', 'f')
+  and (c.conrelid = any($1::regclass[]) or c.confrelid = any($1::regclass[]))
 order by c.conname
 """
 _INDEXES = """
@@ -70,8 +72,11 @@ async def _connect(url: str) -> asyncpg.Connection:
     conn = await asyncpg.connect(url)
     # COPY is binary; jsonb's binary form is a version byte (1) and the JSON text.
     await conn.set_type_codec(
-        "jsonb", schema="pg_catalog", format="binary",
-        encoder=lambda value: b"\x01" + orjson.dumps(value), decoder=lambda data: orjson.loads(data[1:]),
+        "jsonb",
+        schema="pg_catalog",
+        format="binary",
+        encoder=lambda value: b"\x01" + orjson.dumps(value),
+        decoder=lambda data: orjson.loads(data[1:]),
     )
     # Session settings for the load only; the server's configuration is what gets measured.
     await conn.execute("set synchronous_commit = off")
@@ -91,11 +96,12 @@ async def _ddl(conn: asyncpg.Connection) -> tuple[list[str], list[str], list[tup
     return drops, [c["create"] for c in foreign], creates
 
 
-async def _parallel(
-    conns: Sequence[asyncpg.Connection], jobs: Sequence[Callable[[asyncpg.Connection], Awaitable[Any]]]
-) -> None:
+Job = Callable[[asyncpg.Connection], Awaitable[Any]]
+
+
+async def _parallel(conns: Sequence[asyncpg.Connection], jobs: Sequence[Job]) -> None:
     """Run ``jobs`` on ``conns``, each connection taking the next job when it is free."""
-    queue: collections.deque[Callable[[asyncpg.Connection], Awaitable[Any]]] = collections.deque(jobs)
+    queue: collections.deque[Job] = collections.deque(jobs)
 
     async def worker(conn: asyncpg.Connection) -> None:
         while queue:
@@ -104,14 +110,14 @@ async def _parallel(
     await asyncio.gather(*(worker(c) for c in conns))
 
 
-def _copy(table: str, records: list[Any], columns: Sequence[str]) -> Callable[[asyncpg.Connection], Awaitable[Any]]:
+def _copy(table: str, records: list[Any], columns: Sequence[str]) -> Job:
     async def job(conn: asyncpg.Connection) -> None:
         await conn.copy_records_to_table(table, records=records, columns=list(columns))
 
     return job
 
 
-def _execute(sql: str) -> Callable[[asyncpg.Connection], Awaitable[Any]]:
+def _execute(sql: str) -> Job:
     async def job(conn: asyncpg.Connection) -> None:
         await conn.execute(sql)
 
@@ -147,16 +153,25 @@ async def generate(url: str, total: int, *, seed: int = 7, connections: int = 3)
         drops, foreign_keys, creates = await _ddl(conns[0])
         for sql in drops:
             await conns[0].execute(sql)
-        # Big tables in slices, so both server cores stay busy until the end.
-        await _parallel(conns, [
-            *(_copy("relations", c, RELATION_COLUMNS) for c in _chunks(rows.relations, 250_000)),
-            *(_copy("entities", c, ENTITY_COLUMNS) for c in _chunks(rows.entities, 25_000)),
-            _copy("search_terms", rows.terms, ("term", "trigram_count")),
-            _copy("search_trigrams", rows.trigrams, ("trigram", "term")),
-        ])
+        # Entities in one COPY, so ids and heap order follow the documents as an import's
+        # would, the same in every run; relations in slices on the other connections.
+        await _parallel(
+            conns,
+            [
+                _copy("entities", rows.entities, ENTITY_COLUMNS),
+                *(
+                    _copy("relations", c, RELATION_COLUMNS)
+                    for c in _chunks(rows.relations, 250_000)
+                ),
+                _copy("search_terms", rows.terms, ("term", "trigram_count")),
+                _copy("search_trigrams", rows.trigrams, ("trigram", "term")),
+            ],
+        )
         lap("copy")
         report.relations, report.terms, report.trigrams = (
-            len(rows.relations), len(rows.terms), len(rows.trigrams)
+            len(rows.relations),
+            len(rows.terms),
+            len(rows.trigrams),
         )
         del rows
         gc.collect()

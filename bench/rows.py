@@ -27,9 +27,24 @@ __all__ = [
 ]
 
 ENTITY_COLUMNS: Final = (
-    "ref", "kind", "namespace", "name", "title", "description", "spec_type", "lifecycle",
-    "owner_ref", "system_ref", "tags", "labels", "annotations", "links", "spec", "document",
-    "hash", "origin",
+    "ref",
+    "kind",
+    "namespace",
+    "name",
+    "title",
+    "description",
+    "spec_type",
+    "lifecycle",
+    "owner_ref",
+    "system_ref",
+    "tags",
+    "labels",
+    "annotations",
+    "links",
+    "spec",
+    "document",
+    "hash",
+    "origin",
 )
 RELATION_COLUMNS: Final = ("source_ref", "type", "target_ref", "origin_ref")
 
@@ -45,6 +60,7 @@ _REFS: Final = {
     "consumesApis": ("consumesApi", "api"),
     "dependsOn": ("dependsOn", "component"),
 }
+RelationRow = tuple[str, str, str, str]
 # Check one document in this many against the app's own validation.
 _SAMPLE_EVERY: Final = 97
 
@@ -56,7 +72,7 @@ class RowsMismatch(AssertionError):
 @dataclass(slots=True)
 class Rows:
     entities: list[tuple[Any, ...]] = field(default_factory=list)
-    relations: list[tuple[str, str, str, str]] = field(default_factory=list)
+    relations: list[RelationRow] = field(default_factory=list)
     terms: list[tuple[str, int]] = field(default_factory=list)
     trigrams: list[tuple[str, str]] = field(default_factory=list)
     checked: int = 0
@@ -69,11 +85,11 @@ def _ref(text: str, default_kind: str) -> str:
     return f"{kind}:default/{name}".lower()
 
 
-def _entity_row(origin: str, doc: dict[str, Any]) -> tuple[tuple[Any, ...], list[tuple[str, str, str, str]]]:
+def _entity_row(origin: str, doc: dict[str, Any]) -> tuple[tuple[Any, ...], list[RelationRow]]:
     metadata, spec = doc["metadata"], doc["spec"]
     kind = doc["kind"]
     ref = f"{kind}:default/{metadata['name']}".lower()
-    relations: dict[tuple[str, str, str, str], None] = {}
+    relations: dict[RelationRow, None] = {}
     single: dict[str, str] = {}
     for key, (relation, default_kind) in _REFS.items():
         value = spec.get(key)
@@ -87,11 +103,24 @@ def _entity_row(origin: str, doc: dict[str, Any]) -> tuple[tuple[Any, ...], list
                 single[key] = target
     digest = hashlib.sha256(orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)).hexdigest()
     row = (
-        ref, kind, "default", metadata["name"], metadata.get("title"), metadata.get("description"),
-        spec.get("type"), spec.get("lifecycle"), single.get("owner"),
-        single.get("system") or single.get("domain"), metadata.get("tags", []),
-        metadata.get("labels", {}), metadata.get("annotations", {}), metadata.get("links", []),
-        spec, doc, digest, origin,
+        ref,
+        kind,
+        "default",
+        metadata["name"],
+        metadata.get("title"),
+        metadata.get("description"),
+        spec.get("type"),
+        spec.get("lifecycle"),
+        single.get("owner"),
+        single.get("system") or single.get("domain"),
+        metadata.get("tags", []),
+        metadata.get("labels", {}),
+        metadata.get("annotations", {}),
+        metadata.get("links", []),
+        spec,
+        doc,
+        digest,
+        origin,
     )
     return row, list(relations)
 
@@ -99,10 +128,24 @@ def _entity_row(origin: str, doc: dict[str, Any]) -> tuple[tuple[Any, ...], list
 def _check(origin: str, doc: dict[str, Any], row: tuple[Any, ...], relations: list[Any]) -> None:
     entity = validate_entity(doc)
     expected = (
-        entity.ref, entity.kind, entity.namespace, entity.name, entity.title, entity.description,
-        entity.spec_type, entity.lifecycle, entity.owner_ref, entity.system_ref, entity.tags,
-        entity.labels, entity.annotations, entity.links, entity.spec, entity.document,
-        entity.hash, origin,
+        entity.ref,
+        entity.kind,
+        entity.namespace,
+        entity.name,
+        entity.title,
+        entity.description,
+        entity.spec_type,
+        entity.lifecycle,
+        entity.owner_ref,
+        entity.system_ref,
+        entity.tags,
+        entity.labels,
+        entity.annotations,
+        entity.links,
+        entity.spec,
+        entity.document,
+        entity.hash,
+        origin,
     )
     for column, mine, theirs in zip(ENTITY_COLUMNS, row, expected, strict=True):
         if mine != theirs:

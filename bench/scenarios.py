@@ -77,7 +77,7 @@ where e.kind = 'Component'
               and r.target_ref like 'component:%')
   and (select count(*) from relations r
        where r.source_ref = e.ref and r.type = 'dependencyOf') between 2 and 10
-order by e.id
+order by e.ref
 limit 1
 """
 _BIGGEST_OWNER = """
@@ -165,7 +165,10 @@ def scenarios(inputs: Inputs) -> list[Scenario]:
     return [
         Scenario("entity page", 20, ENTITY_PAGE, {"ref": inputs.component}, _entity_page),
         Scenario(
-            "filtered list", 20, FILTERED_LIST, {"owner": inputs.owner},
+            "filtered list",
+            20,
+            FILTERED_LIST,
+            {"owner": inputs.owner},
             _filtered_list(inputs.owner_components),
         ),
         Scenario(f"search {SEARCH_WORD!r}", 100, SEARCH, {"text": SEARCH_WORD}, _search),

@@ -42,7 +42,6 @@ ENTITY_COLUMNS: Final = (
     "annotations",
     "links",
     "spec",
-    "document",
     "hash",
     "origin",
 )
@@ -118,7 +117,6 @@ def _entity_row(origin: str, doc: dict[str, Any]) -> tuple[tuple[Any, ...], list
         metadata.get("annotations", {}),
         metadata.get("links", []),
         spec,
-        doc,
         digest,
         origin,
     )
@@ -143,7 +141,6 @@ def _check(origin: str, doc: dict[str, Any], row: tuple[Any, ...], relations: li
         entity.annotations,
         entity.links,
         entity.spec,
-        entity.document,
         entity.hash,
         origin,
     )

@@ -17,8 +17,7 @@ create table entities (
     annotations jsonb not null default '{}',
     links jsonb not null default '[]',
     spec jsonb not null default '{}',
-    document jsonb not null,               -- the entity exactly as ingested
-    hash text not null,                    -- of the document: a re-import that matches writes nothing
+    hash text not null,                    -- of the document: an unchanged re-import writes nothing
     origin text not null,                  -- where it came from: a file, "api", "ldap"
     managed_by text not null default 'catalog',
     created_at timestamptz not null default now(),
@@ -59,9 +58,116 @@ create table search_terms (
     term text primary key,
     trigram_count smallint not null
 );
+create index search_terms_prefix on search_terms (term text_pattern_ops);
 
 create table search_trigrams (
     trigram text not null,
     term text not null references search_terms (term) on delete cascade,
     primary key (trigram, term)
 );
+
+-- Facet counts per (field, kind, value), kept by statement triggers, so that facets and totals
+-- over the whole catalog or one kind cost a look-up instead of a scan of every entity.
+create table facet_counts (
+    field text not null,
+    kind text not null,
+    value text not null,
+    count bigint not null,
+    primary key (field, kind, value)
+);
+
+create function facet_rows(
+    kind text, spec_type text, owner_ref text, lifecycle text, namespace text,
+    system_ref text, tags text[]
+) returns table (field text, value text)
+language sql immutable as $$
+    select 'kind', kind
+    union all select 'type', spec_type where spec_type is not null
+    union all select 'owner', owner_ref where owner_ref is not null
+    union all select 'lifecycle', lifecycle where lifecycle is not null
+    union all select 'namespace', namespace
+    union all select 'system', system_ref where system_ref is not null
+    union all select 'tag', t from unnest(tags) as t
+$$;
+
+-- One trigger per event: a statement's rows arrive as a transition table. Updates add the net
+-- change only, so editing a description touches no count.
+create function count_inserted_facets() returns trigger language plpgsql as $$
+begin
+    insert into facet_counts as c (field, kind, value, count)
+    select f.field, e.kind, f.value, count(*)
+    from new_rows e cross join lateral facet_rows(
+        e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+    ) f
+    group by 1, 2, 3
+    on conflict (field, kind, value) do update set count = c.count + excluded.count;
+    return null;
+end
+$$;
+
+create function count_deleted_facets() returns trigger language plpgsql as $$
+begin
+    insert into facet_counts as c (field, kind, value, count)
+    select f.field, e.kind, f.value, -count(*)
+    from old_rows e cross join lateral facet_rows(
+        e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+    ) f
+    group by 1, 2, 3
+    on conflict (field, kind, value) do update set count = c.count + excluded.count;
+    delete from facet_counts c
+    using (select distinct f.field, e.kind, f.value
+           from old_rows e cross join lateral facet_rows(
+               e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+           ) f) gone
+    where c.count = 0 and (c.field, c.kind, c.value) = (gone.field, gone.kind, gone.value);
+    return null;
+end
+$$;
+
+create function count_updated_facets() returns trigger language plpgsql as $$
+begin
+    insert into facet_counts as c (field, kind, value, count)
+    select field, kind, value, sum(d) from (
+        select f.field, e.kind, f.value, 1 as d
+        from new_rows e cross join lateral facet_rows(
+            e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+        ) f
+        union all
+        select f.field, e.kind, f.value, -1
+        from old_rows e cross join lateral facet_rows(
+            e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+        ) f
+    ) delta
+    group by 1, 2, 3
+    having sum(d) <> 0
+    on conflict (field, kind, value) do update set count = c.count + excluded.count;
+    delete from facet_counts c
+    using (select distinct f.field, e.kind, f.value
+           from old_rows e cross join lateral facet_rows(
+               e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+           ) f) gone
+    where c.count = 0 and (c.field, c.kind, c.value) = (gone.field, gone.kind, gone.value);
+    return null;
+end
+$$;
+
+create trigger entities_facets_insert after insert on entities
+    referencing new table as new_rows
+    for each statement execute function count_inserted_facets();
+create trigger entities_facets_delete after delete on entities
+    referencing old table as old_rows
+    for each statement execute function count_deleted_facets();
+create trigger entities_facets_update after update on entities
+    referencing old table as old_rows new table as new_rows
+    for each statement execute function count_updated_facets();
+
+-- Rebuild every count from the entities, for bulk loads that run with triggers disabled.
+create function recount_facets() returns void language sql as $$
+    delete from facet_counts;
+    insert into facet_counts (field, kind, value, count)
+    select f.field, e.kind, f.value, count(*)
+    from entities e cross join lateral facet_rows(
+        e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags
+    ) f
+    group by 1, 2, 3;
+$$;

@@ -71,6 +71,11 @@ class EntityFilter:
     namespaces: list[str] | None = None
     labels: dict[str, str] | None = None
 
+    @property
+    def kinds_only(self) -> bool:
+        """True when nothing but kinds is filtered: the precomputed counts can answer."""
+        return self.params()[1:] == (None,) * 7
+
     def params(self) -> tuple[Any, ...]:
         return (
             self.kinds,
@@ -93,13 +98,25 @@ class SearchQuery:
 
 
 class FacetField(Enum):
+    """Values are the names ``facet_counts`` uses (see facet_rows() in the migration)."""
+
     KIND = "kind"
-    TYPE = "spec_type"
-    OWNER = "owner_ref"
+    TYPE = "type"
+    OWNER = "owner"
     LIFECYCLE = "lifecycle"
     NAMESPACE = "namespace"
-    SYSTEM = "system_ref"
+    SYSTEM = "system"
     TAG = "tag"
+
+
+_FACET_COLUMNS: Final = {
+    FacetField.KIND: "kind",
+    FacetField.TYPE: "spec_type",
+    FacetField.OWNER: "owner_ref",
+    FacetField.LIFECYCLE: "lifecycle",
+    FacetField.NAMESPACE: "namespace",
+    FacetField.SYSTEM: "system_ref",
+}
 
 
 # $1..$8 are EntityFilter.params(); $9 a tsquery text or null.
@@ -150,15 +167,18 @@ order by (lower(e.name) = $10) desc,
 offset $11 limit $12
 """
 COUNT: Final = f"select count(*) from entities e where {_WHERE}"
+COUNT_BY_KINDS: Final = """
+select coalesce(sum(count), 0) from facet_counts
+where field = 'kind' and ($1::text[] is null or kind = any($1))
+"""
 
 FACETS: Final = {
     field: f"""
-    select e.{field.value} as value, count(*) as count from entities e
-    where {_WHERE} and e.{field.value} is not null
+    select e.{column} as value, count(*) as count from entities e
+    where {_WHERE} and e.{column} is not null
     group by 1 order by 2 desc, 1 limit $10
     """
-    for field in FacetField
-    if field is not FacetField.TAG
+    for field, column in _FACET_COLUMNS.items()
 } | {
     FacetField.TAG: f"""
     select t.value, count(*) as count from entities e cross join unnest(e.tags) as t(value)
@@ -166,6 +186,12 @@ FACETS: Final = {
     group by 1 order by 2 desc, 1 limit $10
     """
 }
+
+FACETS_BY_KINDS: Final = """
+select value, sum(count)::bigint as count from facet_counts
+where field = $1 and ($2::text[] is null or kind = any($2))
+group by value order by 2 desc, 1 limit $3
+"""
 
 _QUERY_WORD: Final = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS: Final = 8
@@ -237,6 +263,8 @@ async def list_entities(
 async def count_entities(db: Executor, where: EntityFilter, search: SearchQuery | None) -> int:
     if search is not None and search.tsquery is None:
         return 0
+    if search is None and where.kinds_only:
+        return int(await db.fetchval(COUNT_BY_KINDS, where.kinds))
     return int(await db.fetchval(COUNT, *where.params(), search.tsquery if search else None))
 
 
@@ -245,5 +273,8 @@ async def facet_counts(
 ) -> list[tuple[str, int]]:
     if search is not None and search.tsquery is None:
         return []
+    if search is None and where.kinds_only:
+        rows = await db.fetch(FACETS_BY_KINDS, field.value, where.kinds, limit)
+        return [(r["value"], r["count"]) for r in rows]
     rows = await db.fetch(FACETS[field], *where.params(), search.tsquery if search else None, limit)
     return [(r["value"], r["count"]) for r in rows]

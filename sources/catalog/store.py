@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import orjson
+
 from sources.catalog.documents import DocumentError, ParsedBatch
 from sources.catalog.model import Entity
 from sources.catalog.vocabulary import record_terms
@@ -28,18 +30,33 @@ class ApplyResult:
 _EXISTING = """
 select ref, hash, origin, managed_by from entities where ref = any($1::text[]) for update
 """
+# One statement for the whole batch: the facet-count triggers then fire once, not per entity.
+# JSON columns travel as text (an array of lists would be taken for a multi-dimensional array),
+# tags too, since unnest() cannot take an array of arrays of different lengths.
 _UPSERT = """
 insert into entities (
     ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
-    tags, labels, annotations, links, spec, document, hash, origin, managed_by
-) values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19)
+    tags, labels, annotations, links, spec, hash, origin, managed_by
+)
+select
+    ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
+    array(select jsonb_array_elements_text(tags::jsonb)), labels::jsonb, annotations::jsonb,
+    links::jsonb, spec::jsonb, hash, origin, $18
+from unnest(
+    $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
+    $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
+    $15::text[], $16::text[], $17::text[]
+) as x(
+    ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
+    tags, labels, annotations, links, spec, hash, origin
+)
 on conflict (ref) do update set
     kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
     title = excluded.title, description = excluded.description,
     spec_type = excluded.spec_type, lifecycle = excluded.lifecycle,
     owner_ref = excluded.owner_ref, system_ref = excluded.system_ref, tags = excluded.tags,
     labels = excluded.labels, annotations = excluded.annotations, links = excluded.links,
-    spec = excluded.spec, document = excluded.document, hash = excluded.hash,
+    spec = excluded.spec, hash = excluded.hash,
     origin = excluded.origin, managed_by = excluded.managed_by, updated_at = now()
 """
 _DROP_RELATIONS = "delete from relations where origin_ref = any($1::text[])"
@@ -115,32 +132,27 @@ async def apply_batch(
 
 
 async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> None:
-    await tx.executemany(
+    entities = [e for _, e in items]
+    text_columns = (
+        "ref",
+        "kind",
+        "namespace",
+        "name",
+        "title",
+        "description",
+        "spec_type",
+        "lifecycle",
+        "owner_ref",
+        "system_ref",
+    )
+    json_columns = ("tags", "labels", "annotations", "links", "spec")
+    await tx.execute(
         _UPSERT,
-        [
-            (
-                e.ref,
-                e.kind,
-                e.namespace,
-                e.name,
-                e.title,
-                e.description,
-                e.spec_type,
-                e.lifecycle,
-                e.owner_ref,
-                e.system_ref,
-                e.tags,
-                e.labels,
-                e.annotations,
-                e.links,
-                e.spec,
-                e.document,
-                e.hash,
-                origin,
-                managed_by,
-            )
-            for origin, e in items
-        ],
+        *([getattr(e, column) for e in entities] for column in text_columns),
+        *([orjson.dumps(getattr(e, column)).decode() for e in entities] for column in json_columns),
+        [e.hash for e in entities],
+        [origin for origin, _ in items],
+        managed_by,
     )
     refs = [e.ref for _, e in items]
     await tx.execute(_DROP_RELATIONS, refs)

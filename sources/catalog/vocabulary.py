@@ -20,6 +20,7 @@ MIN_WORD: Final = 3
 MAX_WORD: Final = 32
 MIN_SIMILARITY: Final = 0.3  # pg_trgm's default similarity_threshold
 MAX_CORRECTIONS: Final = 3
+CLOSE_TO_BEST: Final = 0.8
 
 
 def words(text: str | None) -> list[str]:
@@ -63,9 +64,13 @@ async def record_terms(tx: Executor, texts: Iterable[str | None]) -> int:
     return len(new)
 
 
-# Similarity as pg_trgm computes it: shared / (|a| + |b| - shared).
+# Similarity as pg_trgm computes it: shared / (|a| + |b| - shared). A word that begins a known
+# term is being typed, not misspelt, and gets no corrections.
 _CORRECTIONS = """
-with q as (select * from unnest($1::text[], $2::text[], $3::smallint[]) as q(word, trigram, n)),
+with q as (
+    select * from unnest($1::text[], $2::text[], $3::smallint[]) as q(word, trigram, n)
+    where not exists (select 1 from search_terms t where t.term like q.word || '%')
+),
 shared as (
     select q.word, t.term, count(*) as shared, min(q.n) as n
     from q join search_trigrams t on t.trigram = q.trigram
@@ -84,12 +89,16 @@ select word, term, similarity from (
 
 
 async def corrections(db: Executor, query_words: list[str]) -> dict[str, list[str]]:
-    """For each word, the known words most like it (the word itself first when known)."""
+    """For each word that no known term begins with, the known words most like it.
+
+    Only corrections close to the best one are kept, so ``chekout`` becomes ``checkout``
+    without dragging in every word that shares its first letters.
+    """
     usable = [w for w in dict.fromkeys(query_words) if MIN_WORD <= len(w) <= MAX_WORD]
     if not usable:
         return {}
     rows = [(w, g, len(grams)) for w in usable for grams in [trigrams(w)] for g in sorted(grams)]
-    found: dict[str, list[str]] = {}
+    scored: dict[str, list[tuple[float, str]]] = {}
     for row in await db.fetch(
         _CORRECTIONS,
         [r[0] for r in rows],
@@ -98,5 +107,9 @@ async def corrections(db: Executor, query_words: list[str]) -> dict[str, list[st
         MIN_SIMILARITY,
         MAX_CORRECTIONS,
     ):
-        found.setdefault(row["word"], []).append(row["term"])
+        scored.setdefault(row["word"], []).append((row["similarity"], row["term"]))
+    found: dict[str, list[str]] = {}
+    for word, candidates in scored.items():
+        best = max(similarity for similarity, _ in candidates)
+        found[word] = [t for s, t in candidates if s >= best * CLOSE_TO_BEST]
     return found

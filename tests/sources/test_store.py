@@ -121,3 +121,33 @@ async def test_a_failure_mid_batch_writes_nothing(db: Database) -> None:
         raise AssertionError("the trigger should have failed the batch")
     assert await db.fetchval("select count(*) from entities") == 0
     assert await db.fetchval("select count(*) from relations") == 0
+
+
+LIVE_FACETS = """
+select f.field, e.kind, f.value, count(*) as count
+from entities e cross join lateral facet_rows(e.kind, e.spec_type, e.owner_ref, e.lifecycle, e.namespace, e.system_ref, e.tags) f group by 1, 2, 3 order by 1, 2, 3
+"""
+KEPT_FACETS = "select field, kind, value, count from facet_counts order by 1, 2, 3"
+
+
+async def test_facet_counts_follow_every_kind_of_write(db: Database) -> None:
+    await apply_batch(db, parse_documents(TEAM + "---" + SERVICE + "---" + CART, "a.yaml"))
+    assert await db.fetch(KEPT_FACETS) == await db.fetch(LIVE_FACETS)
+    assert ("owner", "Component", "group:default/team-a", 2) in [tuple(r) for r in await db.fetch(KEPT_FACETS)]
+
+    moved = CART.replace("owner: team-a", "owner: team-b") + "\n  tags: [x]"
+    moved = moved.replace("metadata: {name: cart}", "metadata: {name: cart, tags: [go, pci]}")
+    await apply_batch(db, parse_documents(TEAM + "---" + SERVICE + "---" + moved, "a.yaml"))
+    assert await db.fetch(KEPT_FACETS) == await db.fetch(LIVE_FACETS)
+
+    await apply_batch(db, parse_documents(TEAM, "a.yaml"))  # both components deleted
+    kept = await db.fetch(KEPT_FACETS)
+    assert kept == await db.fetch(LIVE_FACETS)
+    assert all(r["kind"] == "Group" for r in kept), "no zero counts are left behind"
+
+
+async def test_recount_rebuilds_the_same_counts(db: Database) -> None:
+    await apply_batch(db, parse_documents(TEAM + "---" + SERVICE + "---" + CART, "a.yaml"))
+    before = await db.fetch(KEPT_FACETS)
+    await db.execute("select recount_facets()")
+    assert await db.fetch(KEPT_FACETS) == before

@@ -15,7 +15,7 @@ test: $(VENV)/.installed-test
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test
-	$(BIN)/python -m bench
+	$(BIN)/python -m bench $(ARGS)
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test

@@ -72,9 +72,9 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         if plugin.id in assembly.plugin_ids:
             raise PluginConflict(f"two plugins have the id {plugin.id}")
         assembly.plugin_ids.append(plugin.id)
-        builder = PluginBuilder(plugin.id, settings, assembly)
+        builder = PluginBuilder(plugin.id, settings)
         plugin.setup(builder)
-        contribution = builder._contribution
+        contribution = builder.contribution
         for cls in contribution.query:
             _claim_fields(query_fields, cls, "Query", plugin.id)
         for cls in contribution.mutation:

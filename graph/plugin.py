@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import strawberry
 from strawberry.dataloader import DataLoader
@@ -28,9 +28,6 @@ from strawberry.types import Info as StrawberryInfo
 from graph.context import Context
 from graph.settings import Settings
 from loaders.registry import LoaderFactory, LoaderServices
-
-if TYPE_CHECKING:
-    from graph.assembly import Assembly
 
 __all__ = [
     "JSON",
@@ -85,25 +82,24 @@ class _Contribution:
 class PluginBuilder:
     """Collects one plugin's contributions; the assembly checks them against everyone else's."""
 
-    def __init__(self, plugin_id: str, settings: Settings, assembly: Assembly) -> None:
+    def __init__(self, plugin_id: str, settings: Settings) -> None:
         self.plugin_id = plugin_id
         self.settings = settings
-        self._assembly = assembly
-        self._contribution = _Contribution(plugin_id)
+        self.contribution = _Contribution(plugin_id)
 
     def query(self, fields: type) -> type:
         """A ``@strawberry.type`` whose fields join the root ``Query``; usable as a decorator."""
-        self._contribution.query.append(_strawberry_type(fields))
+        self.contribution.query.append(_strawberry_type(fields))
         return fields
 
     def mutation(self, fields: type) -> type:
         """A ``@strawberry.type`` class whose fields join the root ``Mutation``."""
-        self._contribution.mutation.append(_strawberry_type(fields))
+        self.contribution.mutation.append(_strawberry_type(fields))
         return fields
 
     def types(self, *types: type) -> None:
         """Types the schema must know though no field names them (an interface's kinds)."""
-        self._contribution.types.extend(types)
+        self.contribution.types.extend(types)
 
     def loader(self, name: str, factory: LoaderFactory) -> str:
         """Register a per-request loader; returns its full name ``<plugin>.<name>``."""
@@ -112,20 +108,20 @@ class PluginBuilder:
                 f"plugin {self.plugin_id}: loader name {name!r} must not contain '.'"
             )
         full = f"{self.plugin_id}.{name}"
-        if full in self._contribution.loaders:
+        if full in self.contribution.loaders:
             raise PluginConflict(f"plugin {self.plugin_id} registers loader {full} twice")
-        self._contribution.loaders[full] = factory
+        self.contribution.loaders[full] = factory
         return full
 
     def extension(self, extension: type[SchemaExtension] | Callable[[], SchemaExtension]) -> None:
-        self._contribution.extensions.append(extension)
+        self.contribution.extensions.append(extension)
 
     def migrations(self, directory: Path) -> None:
         """A folder of ``NNNN_name.sql`` files, numbered independently of other plugins'."""
-        self._contribution.migrations = directory
+        self.contribution.migrations = directory
 
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
-        self._contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))
+        self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))
 
 
 def _strawberry_type(cls: type) -> type:

@@ -123,7 +123,7 @@ async def entities_page(
     where = (filter_args or FilterArgs()).normalise()
     prepared = await queries.prepare_search(db, search) if search and search.strip() else None
     if order is None:
-        order = Order.RELEVANCE if prepared is not None else Order.NAME
+        order = Order.RELEVANCE if prepared is not None else Order.NAME_ASC
     elif order is Order.RELEVANCE and prepared is None:
         raise CatalogError("ordering by relevance needs a search")
     relevance = order is Order.RELEVANCE

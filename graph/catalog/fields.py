@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from enum import Enum
-
 import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
@@ -12,8 +10,7 @@ from graph.catalog.types import Entity, entity_from_record
 from graph.plugin import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
-from sources.catalog.queries import FacetField as SourceFacetField
-from sources.catalog.queries import Order
+from sources.catalog.queries import FacetField, Order
 from sources.catalog.store import ApplyResult
 from sources.errors import CatalogError
 
@@ -56,33 +53,9 @@ class EntityFilter:
         )
 
 
-@strawberry.enum
-class EntityOrder(Enum):
-    NAME_ASC = "name"
-    NAME_DESC = "name_desc"
-    RELEVANCE = "relevance"
-
-
-@strawberry.enum
-class FacetField(Enum):
-    KIND = "kind"
-    TYPE = "type"
-    OWNER = "owner"
-    LIFECYCLE = "lifecycle"
-    NAMESPACE = "namespace"
-    SYSTEM = "system"
-    TAG = "tag"
-
-
-_FACET_FIELDS = {
-    FacetField.KIND: SourceFacetField.KIND,
-    FacetField.TYPE: SourceFacetField.TYPE,
-    FacetField.OWNER: SourceFacetField.OWNER,
-    FacetField.LIFECYCLE: SourceFacetField.LIFECYCLE,
-    FacetField.NAMESPACE: SourceFacetField.NAMESPACE,
-    FacetField.SYSTEM: SourceFacetField.SYSTEM,
-    FacetField.TAG: SourceFacetField.TAG,
-}
+# The sources' enums, exposed under the schema's names.
+strawberry.enum(Order, name="EntityOrder", description="How a list is sorted.")
+strawberry.enum(FacetField, name="FacetField", description="A field facets can count.")
 
 
 @strawberry.type
@@ -157,7 +130,7 @@ class CatalogQuery:
         info: Info,
         filter: EntityFilter | None = None,
         search: str | None = None,
-        order_by: EntityOrder | None = None,
+        order_by: Order | None = None,
         first: int = 20,
         after: str | None = None,
     ) -> EntityConnection:
@@ -169,7 +142,7 @@ class CatalogQuery:
             info.context.loaders,
             filter.args() if filter else None,
             search,
-            order=Order(order_by.value) if order_by else None,
+            order=order_by,
             first=first,
             after=after,
         )
@@ -200,7 +173,7 @@ class CatalogQuery:
         if not 1 <= first <= 1000:
             raise CatalogError("first must be between 1 and 1000")
         counts = await resolve.facets(
-            info.context.db, _FACET_FIELDS[field], filter.args() if filter else None, search, first
+            info.context.db, field, filter.args() if filter else None, search, first
         )
         return [Facet(value=value, count=count) for value, count in counts]
 

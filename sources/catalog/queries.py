@@ -228,7 +228,7 @@ async def prepare_search(db: Executor, text: str) -> SearchQuery:
 
 
 class Order(Enum):
-    NAME = "name"
+    NAME_ASC = "name"
     NAME_DESC = "name_desc"
     RELEVANCE = "relevance"
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import importlib
 import subprocess
 import sys
@@ -12,7 +13,7 @@ import pytest
 
 from graph.assembly import assemble, discover_plugins
 from graph.catalog.plugin import CatalogPlugin
-from graph.plugin import DataLoader, PluginBuilder, PluginConflict, strawberry
+from graph.plugin import DataLoader, PluginBuilder, PluginConflict, SchemaExtension, strawberry
 from graph.settings import Settings
 from tests.conftest import AppFactory
 
@@ -115,3 +116,45 @@ def test_fields_must_be_strawberry_types() -> None:
 
     with pytest.raises(PluginConflict, match="must be decorated"):
         assemble(Settings(), [CatalogPlugin(), Plain()])
+
+
+class Busy:
+    """A plugin with a background job and a schema extension."""
+
+    id = "busy"
+
+    def __init__(self) -> None:
+        self.runs = 0
+        self.operations: list[str] = []
+
+    def setup(self, builder: PluginBuilder) -> None:
+        plugin = self
+
+        async def tick(services: object) -> None:
+            plugin.runs += 1
+            if plugin.runs == 2:
+                raise RuntimeError("a failing run is logged, and the job goes on")
+
+        class Recorder(SchemaExtension):
+            def on_operation(self) -> Iterator[None]:
+                yield
+                plugin.operations.append(self.execution_context.operation_name or "")
+
+        builder.job("tick", tick, interval=0.01)
+        builder.extension(Recorder)
+
+
+async def test_jobs_run_repeatedly_and_extensions_see_operations(
+    make_client: AppFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    busy = Busy()
+    client = await make_client(plugins=[busy])
+    await client.gql("query Named { __typename }")
+    for _ in range(100):
+        if busy.runs >= 4:
+            break
+        await asyncio.sleep(0.01)
+    assert busy.runs >= 4
+    [failure] = [r for r in caplog.records if r.getMessage() == "background job failed"]
+    assert failure.job == "busy.tick"  # type: ignore[attr-defined]
+    assert busy.operations == ["Named"]

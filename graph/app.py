@@ -12,8 +12,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route
 
-from graph.assembly import assemble, discover_plugins
-from graph.catalog.plugin import CatalogPlugin
+from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.metrics import Metrics
 from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
@@ -34,8 +33,9 @@ def create_app(
     """Build the app. ``plugins`` replaces discovery through entry points (tests use it)."""
     settings = settings or Settings()
     found = list(plugins) if plugins is not None else discover_plugins(settings)
-    assembly = assemble(settings, [CatalogPlugin(), *found])
+    assembly = assemble(settings, [*core_plugins(), *found])
     services = Services(settings=settings, assembly=assembly, metrics=Metrics())
+    services.metrics.add_gauges(assembly.gauges)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -122,6 +122,7 @@ async def _metrics(request: Request) -> Response:
     services: Services = request.app.state.services
     if services.db is not None:
         services.metrics.sql_queries.set(services.db.queries)
+        await services.metrics.refresh(services)
     return Response(
         services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

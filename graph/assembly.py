@@ -20,12 +20,12 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 
 from graph.errors import AtriumSchema, MaskUnexpectedErrors
-from graph.plugin import BackgroundJob, Plugin, PluginBuilder, PluginConflict
+from graph.plugin import BackgroundJob, GaugeSource, Plugin, PluginBuilder, PluginConflict
 from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
 
-__all__ = ["Assembly", "assemble", "discover_plugins"]
+__all__ = ["Assembly", "assemble", "core_plugins", "discover_plugins"]
 
 log = logging.getLogger(__name__)
 
@@ -39,7 +39,16 @@ class Assembly:
     loaders: LoaderRegistry = field(default_factory=LoaderRegistry)
     migrations: list[Migration] = field(default_factory=list)
     jobs: list[BackgroundJob] = field(default_factory=list)
+    gauges: list[GaugeSource] = field(default_factory=list)
     schema: strawberry.Schema | None = None
+
+
+def core_plugins() -> list[Plugin]:
+    """What every Atrium has; registered through the same builder as any plugin."""
+    from graph.catalog.plugin import CatalogPlugin
+    from graph.ownership.plugin import OwnershipPlugin
+
+    return [CatalogPlugin(), OwnershipPlugin()]
 
 
 def discover_plugins(settings: Settings) -> list[Plugin]:
@@ -88,6 +97,7 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         if contribution.migrations is not None:
             assembly.migrations += read_migrations(plugin.id, contribution.migrations)
         assembly.jobs += contribution.jobs
+        assembly.gauges += contribution.gauges
 
     if not query:
         raise PluginConflict("no plugin contributes a query field; the schema would be empty")

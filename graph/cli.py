@@ -117,15 +117,14 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 async def _prepare(settings: Settings, *, demo: bool) -> str:
     """Resolve the database, migrate it, and load the demo organisation if asked and empty."""
     from graph.app import database_url
-    from graph.assembly import assemble, discover_plugins
-    from graph.catalog.plugin import CatalogPlugin
+    from graph.assembly import assemble, core_plugins, discover_plugins
     from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
     from sources.db import Database
     from sources.migrations import apply_migrations
 
     url = await database_url(settings)
-    assembly = assemble(settings, [CatalogPlugin(), *discover_plugins(settings)])
+    assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
     db = await Database.connect(url, min_size=1, max_size=2)
     try:
         applied = await apply_migrations(db, assembly.migrations)

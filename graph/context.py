@@ -9,6 +9,7 @@ from starlette.requests import HTTPConnection
 
 from graph.settings import Settings
 from loaders.registry import RequestLoaders
+from sources.auth import Viewer
 from sources.db import Database
 
 __all__ = ["Context"]
@@ -20,5 +21,8 @@ class Context:
     settings: Settings
     db: Database
     loaders: RequestLoaders
+    viewer: Viewer
+    # Whether the viewer is an admin, worked out on first need.
+    admin: bool | None = None
     # Per-request scratch space for plugins, keyed by plugin id.
     state: dict[str, Any] = field(default_factory=dict)

@@ -15,7 +15,7 @@ from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
 from strawberry.types import ExecutionContext
 
-from sources.errors import CatalogError, DatabaseUnavailable
+from sources.errors import CatalogError, DatabaseUnavailable, NotAuthenticated, NotAuthorized
 
 __all__ = ["AtriumSchema", "MaskUnexpectedErrors", "error_code", "format_error"]
 
@@ -23,6 +23,8 @@ log = logging.getLogger("atrium.errors")
 
 # Errors a client caused, mapped to their codes; anything else is unexpected.
 _USER_ERRORS: dict[type[Exception], str] = {
+    NotAuthenticated: "UNAUTHENTICATED",
+    NotAuthorized: "FORBIDDEN",
     CatalogError: "BAD_USER_INPUT",
     DatabaseUnavailable: "SERVICE_UNAVAILABLE",
 }

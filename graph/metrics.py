@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
 __all__ = ["Metrics"]
@@ -36,6 +39,20 @@ class Metrics:
             "atrium_sql_queries", "SQL statements sent since start", registry=self.registry
         )
         self._operations: set[str] = set()
+        self._sources: list[tuple[Any, Gauge]] = []
+
+    def add_gauges(self, sources: Sequence[Any]) -> None:
+        """Gauges read at scrape time (graph.plugin.GaugeSource)."""
+        self._sources = [
+            (source, Gauge(source.name, source.help, list(source.labels), registry=self.registry))
+            for source in sources
+        ]
+
+    async def refresh(self, services: Any) -> None:
+        for source, gauge in self._sources:
+            gauge.clear()
+            for labels, value in (await source.read(services)).items():
+                (gauge.labels(*labels) if labels else gauge).set(value)
 
     def operation_label(self, name: str | None) -> str:
         if not name:

@@ -7,7 +7,9 @@ entry-point group ``atrium.plugins``::
     hello = "atrium_hello:plugin"
 
 In ``setup`` it adds what it brings: types, query and mutation fields, loaders (named
-``<plugin>.<name>``), schema extensions, SQL migrations and background jobs. Atrium's own
+``<plugin>.<name>``), schema extensions, SQL migrations, background jobs and gauges. Fields
+that change something declare who may call them with ``Authorize`` and a rule (``EntityOwner``,
+``AdminOnly``, or the plugin's own), which also writes the audit log. Atrium's own
 catalog registers through the same builder. Two plugins claiming one field fail at start-up,
 naming both.
 """
@@ -25,22 +27,31 @@ from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
 from strawberry.types import Info as StrawberryInfo
 
+from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
 from graph.context import Context
 from graph.settings import Settings
 from loaders.registry import LoaderFactory, LoaderServices
+from sources.auth import Viewer
 
 __all__ = [
     "JSON",
+    "AdminOnly",
+    "Authorize",
     "BackgroundJob",
     "Context",
     "DataLoader",
+    "EntityOwner",
+    "GaugeSource",
     "Info",
     "LoaderServices",
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
+    "Rule",
     "SchemaExtension",
     "Settings",
+    "Target",
+    "Viewer",
     "strawberry",
 ]
 
@@ -67,6 +78,17 @@ class BackgroundJob:
     interval: float
 
 
+@dataclass(frozen=True, slots=True)
+class GaugeSource:
+    """A gauge whose samples are read when /metrics is scraped, e.g. from the database, so
+    every replica reports the same figures."""
+
+    name: str
+    help: str
+    labels: tuple[str, ...]
+    read: Callable[[Any], Awaitable[dict[tuple[str, ...], float]]]  # receives the services
+
+
 @dataclass(slots=True)
 class _Contribution:
     plugin_id: str
@@ -77,6 +99,7 @@ class _Contribution:
     extensions: list[Any] = field(default_factory=list)
     migrations: Path | None = None
     jobs: list[BackgroundJob] = field(default_factory=list)
+    gauges: list[GaugeSource] = field(default_factory=list)
 
 
 class PluginBuilder:
@@ -122,6 +145,16 @@ class PluginBuilder:
 
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
         self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))
+
+    def gauge(
+        self,
+        name: str,
+        help: str,
+        labels: tuple[str, ...],
+        read: Callable[[Any], Awaitable[dict[tuple[str, ...], float]]],
+    ) -> None:
+        """A Prometheus gauge ``atrium_<name>`` whose samples ``read`` returns at each scrape."""
+        self.contribution.gauges.append(GaugeSource(f"atrium_{name}", help, labels, read))
 
 
 def _strawberry_type(cls: type) -> type:

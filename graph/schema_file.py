@@ -4,8 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from graph.assembly import assemble, discover_plugins
-from graph.catalog.plugin import CatalogPlugin
+from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.plugin import Plugin
 from graph.settings import Settings
 
@@ -14,6 +13,6 @@ __all__ = ["schema_sdl"]
 
 def schema_sdl(settings: Settings, plugins: Sequence[Plugin] | None = None) -> str:
     found = list(plugins) if plugins is not None else discover_plugins(settings)
-    schema = assemble(settings, [CatalogPlugin(), *found]).schema
+    schema = assemble(settings, [*core_plugins(), *found]).schema
     assert schema is not None
     return schema.as_str() + "\n"

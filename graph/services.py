@@ -11,10 +11,12 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
+from graph.authz import resolve_viewer
 from graph.context import Context
 from graph.metrics import Metrics
 from graph.settings import Settings
 from loaders.registry import LoaderServices
+from sources.auth import Viewer
 from sources.db import Database
 
 __all__ = ["Services"]
@@ -34,14 +36,22 @@ class Services:
             raise RuntimeError("the app has not started: the database is not connected")
         return self.db
 
-    def context(self, request: HTTPConnection | None) -> Context:
+    async def context(
+        self, request: HTTPConnection | None, viewer: Viewer | None = None
+    ) -> Context:
+        """A request's context. The viewer comes from the request unless given (in-process
+        callers name theirs); a bad token raises NotAuthenticated."""
         db = self.database
-        return Context(
+        context = Context(
             request=request,
             settings=self.settings,
             db=db,
             loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras)),
+            viewer=viewer or Viewer.anonymous(self.settings.anonymous_read),
         )
+        if viewer is None:
+            context.viewer = await resolve_viewer(request, context)
+        return context
 
     async def execute(
         self,
@@ -51,13 +61,14 @@ class Services:
         *,
         request: HTTPConnection | None = None,
         allowed: Iterable[OperationType] | None = None,
+        context: Context | None = None,
     ) -> ExecutionResult:
-        """Run one operation with a fresh context: the HTTP view and in-process callers share it."""
+        """Run one operation: the HTTP view and in-process callers share this."""
         assert self.assembly.schema is not None
         return await self.assembly.schema.execute(
             query,
             variable_values=variables,
-            context_value=self.context(request),
+            context_value=context or await self.context(request),
             operation_name=operation_name,
             allowed_operation_types=allowed,
         )

@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from enum import StrEnum
+from ipaddress import IPv4Network, IPv6Network, ip_network
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import Field, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 from pydantic_settings import (
     BaseSettings,
     NoDecode,
@@ -15,12 +16,21 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
-__all__ = ["Mode", "Settings"]
+__all__ = ["LdapPreset", "Mode", "Settings"]
 
 
 class Mode(StrEnum):
     DEVELOPMENT = "development"
     PRODUCTION = "production"
+
+
+class LdapPreset(StrEnum):
+    OPENLDAP = "openldap"
+    ACTIVE_DIRECTORY = "active-directory"
+
+
+# Secrets that are examples, not secrets: refused in production.
+_PLACEHOLDERS = {"", "changeme", "change-me", "secret", "password", "admin", "example"}
 
 
 class Settings(BaseSettings):
@@ -49,12 +59,62 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
 
-    @field_validator("disabled_plugins", mode="before")
+    # Authentication. A user named by ``user_header`` is believed only from these networks.
+    trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
+        default_factory=list
+    )
+    user_header: str = "X-Forwarded-User"
+    # Members of this group (transitively) may change anything and read the audit log.
+    admin_group: str | None = None
+    # Whether requests with no user or token may read.
+    anonymous_read: bool = True
+
+    # The directory. Unset ldap_url: no sync.
+    ldap_url: str | None = None
+    ldap_bind_dn: str | None = None
+    ldap_bind_password: SecretStr | None = None
+    ldap_users_dn: str | None = None
+    ldap_groups_dn: str | None = None
+    ldap_preset: LdapPreset = LdapPreset.OPENLDAP
+    ldap_start_tls: bool = False
+    ldap_ca_file: Path | None = None
+    ldap_timeout: float = Field(default=30.0, gt=0)
+    ldap_page_size: int = Field(default=500, ge=1, le=10_000)
+    ldap_sync_interval: float = Field(default=3600.0, ge=10)  # seconds
+    # A run that would delete more than this share of users or of groups stops (unless forced).
+    ldap_deletion_brake: float = Field(default=0.10, ge=0.0, le=1.0)
+    # Overrides of the preset's filters and attribute names (see sources/ldap/mapping.py).
+    ldap_user_filter: str | None = None
+    ldap_group_filter: str | None = None
+    ldap_user_name_attribute: str | None = None
+    ldap_group_name_attribute: str | None = None
+    ldap_display_name_attribute: str | None = None
+    ldap_email_attribute: str | None = None
+    ldap_member_attribute: str | None = None
+    ldap_member_of_attribute: str | None = None
+    ldap_group_type: str = "team"
+
+    @field_validator("disabled_plugins", "trusted_proxies", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
+
+    @field_validator("trusted_proxies", mode="after")
+    @classmethod
+    def _networks(cls, value: list[object]) -> list[IPv4Network | IPv6Network]:
+        return [ip_network(str(v), strict=False) for v in value]
+
+    @model_validator(mode="after")
+    def _no_placeholder_secrets_in_production(self) -> Settings:
+        if self.production and self.ldap_url and self.ldap_bind_dn:
+            password = self.ldap_bind_password.get_secret_value() if self.ldap_bind_password else ""
+            if password.strip().lower() in _PLACEHOLDERS:
+                raise ValueError(
+                    "ldap_bind_password is missing or a placeholder; production needs a real one"
+                )
+        return self
 
     @property
     def production(self) -> bool:

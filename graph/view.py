@@ -27,8 +27,10 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
+from graph.context import Context
 from graph.errors import error_code, format_error
 from graph.services import Services
+from sources.errors import NotAuthenticated
 
 __all__ = ["graphql_endpoint"]
 
@@ -44,11 +46,18 @@ _ALL_OPERATIONS = frozenset({OperationType.QUERY, OperationType.MUTATION})
 class HTTPError(Exception):
     """A request the server will not run: answered with ``status`` and one error message."""
 
-    def __init__(self, status: int, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        headers: dict[str, str] | None = None,
+        code: str = "BAD_REQUEST",
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.message = message
         self.headers = headers or {}
+        self.code = code
 
 
 @dataclass(slots=True)
@@ -89,6 +98,19 @@ async def graphql_endpoint(request: Request) -> Response:
         payload = (
             _read_get(request) if request.method == "GET" else await _read_post(request, services)
         )
+        try:
+            context = await services.context(request)
+        except NotAuthenticated as exc:
+            raise HTTPError(
+                401, str(exc), {"WWW-Authenticate": "Bearer"}, "UNAUTHENTICATED"
+            ) from None
+        if not context.viewer.scopes:
+            raise HTTPError(
+                401,
+                "sign in or use an API token: anonymous reading is off",
+                {"WWW-Authenticate": "Bearer"},
+                "UNAUTHENTICATED",
+            )
         if isinstance(payload, list):
             if not payload:
                 raise HTTPError(400, "an empty batch has nothing to run")
@@ -96,20 +118,20 @@ async def graphql_endpoint(request: Request) -> Response:
                 raise HTTPError(
                     400, f"a batch may hold at most {services.settings.max_batch} operations"
                 )
-            outcomes = [await _run(request, services, _operation(p), media_type) for p in payload]
+            outcomes = [
+                await _run(request, services, context, _operation(p), media_type) for p in payload
+            ]
             label = ",".join(o.label or "anonymous" for o in outcomes)
             body = orjson.dumps([o.body for o in outcomes])
             status = 200
         else:
-            outcome = await _run(request, services, _operation(payload), media_type)
+            outcome = await _run(request, services, context, _operation(payload), media_type)
             label, status, body = outcome.label, outcome.status, orjson.dumps(outcome.body)
         response = Response(body, status_code=status, media_type=media_type)
     except HTTPError as exc:
         status = exc.status
         response = Response(
-            orjson.dumps(
-                {"errors": [{"message": exc.message, "extensions": {"code": "BAD_REQUEST"}}]}
-            ),
+            orjson.dumps({"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]}),
             status_code=exc.status,
             media_type=media_type if media_type != "text/html" else JSON,
             headers=exc.headers,
@@ -210,7 +232,7 @@ def _operation(payload: Any) -> Operation:
 
 
 async def _run(
-    request: Request, services: Services, operation: Operation, media_type: str
+    request: Request, services: Services, context: Context, operation: Operation, media_type: str
 ) -> Outcome:
     allowed = _QUERY_ONLY if request.method == "GET" else _ALL_OPERATIONS
     try:
@@ -220,6 +242,7 @@ async def _run(
             operation.operation_name,
             request=request,
             allowed=allowed,
+            context=context,
         )
     except InvalidOperationTypeError as exc:
         if exc.operation_type is OperationType.MUTATION and request.method == "GET":

@@ -15,6 +15,7 @@ from sources.catalog.documents import parse_documents
 from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Order, SearchQuery
 from sources.catalog.refs import canonical_kind, normalize_ref
 from sources.catalog.store import ApplyResult, apply_batch
+from sources.catalog.store import delete_entity as delete_stored
 from sources.db import Database
 from sources.errors import CatalogError
 
@@ -23,6 +24,7 @@ __all__ = [
     "FilterArgs",
     "apply_entities",
     "count",
+    "delete_entity",
     "entities",
     "entities_page",
     "entity",
@@ -183,3 +185,7 @@ def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
     ):
         return value[0], value[1]
     raise InvalidCursor("cursor does not belong to this ordering or search")
+
+
+async def delete_entity(db: Database, ref: str) -> bool:
+    return await delete_stored(db, ref)

@@ -14,9 +14,13 @@ __all__ = [
     "AtriumError",
     "CatalogError",
     "DatabaseUnavailable",
+    "DirectoryUnavailable",
     "EntityValidationError",
     "InvalidRef",
     "MigrationError",
+    "NotAuthenticated",
+    "NotAuthorized",
+    "SyncBraked",
 ]
 
 
@@ -29,6 +33,22 @@ class DatabaseUnavailable(AtriumError):
 
 
 class MigrationError(AtriumError):
+    pass
+
+
+class DirectoryUnavailable(AtriumError):
+    pass
+
+
+class SyncBraked(AtriumError):
+    pass
+
+
+class NotAuthorized(AtriumError):
+    pass
+
+
+class NotAuthenticated(NotAuthorized):
     pass
 
 

@@ -108,14 +108,35 @@ class Client(httpx.AsyncClient):
         return self.app.state.services
 
     async def gql(
-        self, query: str, variables: dict[str, Any] | None = None, *, expect_errors: bool = False
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        *,
+        expect_errors: bool = False,
+        user: str | None = None,
+        token: str | None = None,
     ) -> dict[str, Any]:
-        response = await self.post("/graphql", json={"query": query, "variables": variables})
+        """Post a query as nobody, as a user (through the trusted proxy header), or a token."""
+        headers = {}
+        if user is not None:
+            headers["X-Forwarded-User"] = user
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        response = await self.post(
+            "/graphql", json={"query": query, "variables": variables}, headers=headers
+        )
         body: dict[str, Any] = response.json()
         if not expect_errors:
             assert "errors" not in body, body["errors"]
             assert response.status_code == 200
         return body
+
+    async def admin_token(self) -> str:
+        from sources.auth import create_token
+
+        if not getattr(self, "_admin_token", None):
+            _, self._admin_token = await create_token(self.services.db, "tests", ["admin"], None)
+        return self._admin_token
 
 
 AppFactory = Callable[..., Any]
@@ -127,7 +148,13 @@ async def make_client(database_url: str) -> AsyncIterator[AppFactory]:
     stack: list[tuple[Starlette, Any, Client]] = []
 
     async def start(plugins: list[Plugin] | None = None, **overrides: Any) -> Client:
-        settings = Settings(**{"database_url": database_url, **overrides})
+        defaults = {
+            "database_url": database_url,
+            # httpx's ASGI transport calls from 127.0.0.1: the tests' "proxy".
+            "trusted_proxies": ["127.0.0.1"],
+            "admin_group": "group:default/admins",
+        }
+        settings = Settings(**{**defaults, **overrides})
         app = create_app(settings, plugins=plugins if plugins is not None else [])
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()

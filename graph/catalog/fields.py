@@ -6,11 +6,13 @@ import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
 
+from graph.authz import AdminOnly, Authorize, EntityOwner
 from graph.catalog.types import Entity, entity_from_record
 from graph.plugin import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
 from sources.catalog.queries import FacetField, Order
+from sources.catalog.refs import normalize_ref
 from sources.catalog.store import ApplyResult
 from sources.errors import CatalogError
 
@@ -85,6 +87,23 @@ class EntityConnection:
         return await resolve.count(info.context.db, self.page)
 
 
+def connection(page: EntitiesPage) -> EntityConnection:
+    edges = [
+        EntityEdge(cursor=cursor, node=entity_from_record(record))
+        for record, cursor in zip(page.records, page.cursors, strict=True)
+    ]
+    return EntityConnection(
+        page=page,
+        edges=edges,
+        page_info=relay.PageInfo(
+            has_next_page=page.has_next,
+            has_previous_page=page.has_previous,
+            start_cursor=page.cursors[0] if page.cursors else None,
+            end_cursor=page.cursors[-1] if page.cursors else None,
+        ),
+    )
+
+
 @strawberry.type
 class EntityError:
     location: str
@@ -146,20 +165,7 @@ class CatalogQuery:
             first=first,
             after=after,
         )
-        edges = [
-            EntityEdge(cursor=cursor, node=entity_from_record(record))
-            for record, cursor in zip(page.records, page.cursors, strict=True)
-        ]
-        return EntityConnection(
-            page=page,
-            edges=edges,
-            page_info=relay.PageInfo(
-                has_next_page=page.has_next,
-                has_previous_page=page.has_previous,
-                start_cursor=page.cursors[0] if page.cursors else None,
-                end_cursor=page.cursors[-1] if page.cursors else None,
-            ),
-        )
+        return connection(page)
 
     @strawberry.field(description="Counts of entities per value of a field, most frequent first.")
     async def facets(
@@ -193,7 +199,9 @@ def catalog_query() -> type:
 class CatalogMutation:
     @strawberry.mutation(
         description="Import catalog-info.yaml text (one or more documents) as from `location`. "
-        "Invalid documents are reported and skipped; the rest is stored in one transaction."
+        "Invalid documents are reported and skipped; the rest is stored in one transaction. "
+        "Admins only.",
+        extensions=[Authorize(AdminOnly(), "catalog.applyEntities")],
     )
     async def apply_entities(
         self, info: Info, yaml: str, location: str = "api"
@@ -208,3 +216,20 @@ class CatalogMutation:
                 for e in result.errors
             ],
         )
+
+    @strawberry.mutation(
+        description="Unregister an entity. Its owners (members of the owning group, at any "
+        "depth) and admins may.",
+        extensions=[Authorize(EntityOwner("ref"), "catalog.deleteEntity")],
+    )
+    async def delete_entity(self, info: Info, ref: str) -> DeleteEntityResult:
+        normalised = normalize_ref(ref)
+        return DeleteEntityResult(
+            ref=normalised, deleted=await resolve.delete_entity(info.context.db, normalised)
+        )
+
+
+@strawberry.type
+class DeleteEntityResult:
+    ref: str
+    deleted: bool

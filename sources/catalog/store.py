@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 
 import orjson
@@ -10,8 +11,9 @@ from sources.catalog.documents import DocumentError, ParsedBatch
 from sources.catalog.model import Entity
 from sources.catalog.vocabulary import record_terms
 from sources.db import Database, Executor
+from sources.errors import CatalogError
 
-__all__ = ["ApplyResult", "apply_batch"]
+__all__ = ["ApplyResult", "DeletionGuard", "apply_batch", "delete_entity"]
 
 
 @dataclass(slots=True)
@@ -66,21 +68,33 @@ select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
 on conflict do nothing
 """
 _ORPHANS = """
-delete from entities
+select ref, kind from entities
 where origin = any($1::text[]) and ref <> all($2::text[]) and managed_by = $3
-returning ref
+for update
 """
+_DELETE = "delete from entities where ref = any($1::text[])"
+
+# Called with the transaction and the (ref, kind) pairs about to be deleted; raising stops the
+# whole batch before anything is written.
+DeletionGuard = Callable[[Executor, list[tuple[str, str]]], Awaitable[None]]
 
 
 async def apply_batch(
-    db: Database, batch: ParsedBatch, *, managed_by: str = "catalog"
+    db: Database,
+    batch: ParsedBatch,
+    *,
+    managed_by: str = "catalog",
+    replaces: frozenset[str] = frozenset(),
+    guard: DeletionGuard | None = None,
 ) -> ApplyResult:
     """Store a parsed batch in one transaction.
 
     Documents that failed validation are already in ``batch.errors`` and are skipped; an entity
     that collides with another (the same ref twice, or a ref another manager owns) joins them.
     Entities an origin held before and no longer does are deleted, but only for origins read
-    whole: a file with a broken document keeps everything it had.
+    whole: a file with a broken document keeps everything it had. Entities of another manager
+    are left alone unless that manager is in ``replaces`` (the directory takes over people a
+    catalog file described).
     """
     result = ApplyResult(errors=list(batch.errors))
     incoming: dict[str, tuple[str, Entity]] = {}
@@ -103,7 +117,7 @@ async def apply_batch(
         to_write: list[tuple[str, Entity]] = []
         for ref, (origin, entity) in incoming.items():
             row = existing.get(ref)
-            if row is not None and row["managed_by"] != managed_by:
+            if row is not None and row["managed_by"] not in (managed_by, *replaces):
                 result.errors.append(
                     DocumentError(
                         origin,
@@ -118,15 +132,19 @@ async def apply_batch(
                 (result.updated if row is not None else result.created).append(ref)
                 to_write.append((origin, entity))
 
+        complete = sorted(batch.complete_origins)
+        doomed: list[tuple[str, str]] = []
+        if complete:
+            rows = await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)
+            doomed = [(r["ref"], r["kind"]) for r in rows]
+        if guard is not None:
+            await guard(tx, doomed)
         if to_write:
             await _write(tx, to_write, managed_by)
-        complete = sorted(batch.complete_origins)
-        if complete:
-            deleted = [
-                r["ref"] for r in await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)
-            ]
-            if deleted:
-                await tx.execute(_DROP_RELATIONS, deleted)
+        if doomed:
+            deleted = [ref for ref, _ in doomed]
+            await tx.execute(_DELETE, deleted)
+            await tx.execute(_DROP_RELATIONS, deleted)
             result.deleted = deleted
     return result
 
@@ -166,3 +184,21 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
             [origin for _, origin in relations],
         )
     await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))
+
+
+_DELETE_ONE = "delete from entities where ref = $1 and managed_by = 'catalog' returning ref"
+_MANAGER = "select managed_by from entities where ref = $1"
+
+
+async def delete_entity(db: Database, ref: str) -> bool:
+    """Unregister one catalog entity and the relations it declared. Relations other entities
+    declare towards it stay, waiting for it to come back. Directory-managed entities refuse."""
+    async with db.transaction() as tx:
+        manager = await tx.fetchval(_MANAGER, ref)
+        if manager is None:
+            return False
+        if manager != "catalog":
+            raise CatalogError(f"{ref} is managed by {manager}; remove it there")
+        await tx.execute(_DELETE_ONE, ref)
+        await tx.execute(_DROP_RELATIONS, [ref])
+        return True

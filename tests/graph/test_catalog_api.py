@@ -216,7 +216,8 @@ spec: {type: service, owner: team-z}
 """
     mutation = """mutation($y: String!) { applyEntities(yaml: $y, location: "repo/catalog-info.yaml") {
         created updated unchanged deleted errors { location document field message } } }"""
-    result = (await client.gql(mutation, {"y": yaml}))["data"]["applyEntities"]
+    token = await client.admin_token()
+    result = (await client.gql(mutation, {"y": yaml}, token=token))["data"]["applyEntities"]
     assert result["created"] == ["component:default/svc"]
     assert result["errors"] == [
         {
@@ -226,7 +227,7 @@ spec: {type: service, owner: team-z}
             "message": "is required",
         }
     ]
-    again = (await client.gql(mutation, {"y": yaml}))["data"]["applyEntities"]
+    again = (await client.gql(mutation, {"y": yaml}, token=token))["data"]["applyEntities"]
     assert again["created"] == [] and again["unchanged"] == 1
     # The owner group arrives later: the relation resolves then.
     owner = '{ entity(ref: "component:svc") { ... on Component { ownerRef owner { ref } } } }'
@@ -239,6 +240,7 @@ spec: {type: service, owner: team-z}
         {
             "y": "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: team-z}\nspec: {type: team}\n"
         },
+        token=token,
     )
     assert (await client.gql(owner))["data"]["entity"]["owner"] == {"ref": "group:default/team-z"}
 
@@ -247,8 +249,8 @@ async def test_broken_yaml_through_the_api_is_an_error_not_a_crash(client: Clien
     mutation = (
         "mutation($y: String!) { applyEntities(yaml: $y) { created errors { document message } } }"
     )
-    result = (await client.gql(mutation, {"y": "kind: [unclosed\n\tfoo: 'x"}))["data"][
-        "applyEntities"
-    ]
+    token = await client.admin_token()
+    body = await client.gql(mutation, {"y": "kind: [unclosed\n\tfoo: 'x"}, token=token)
+    result = body["data"]["applyEntities"]
     assert result["created"] == []
     assert "invalid YAML" in result["errors"][0]["message"]

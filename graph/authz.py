@@ -1,0 +1,215 @@
+"""Authentication of requests, and authorization declared on fields, with an audit line each.
+
+A mutation declares who may run it::
+
+    @strawberry.mutation(extensions=[Authorize(EntityOwner("ref"), "catalog.deleteEntity")])
+
+``Authorize`` asks the rule for the target, decides, writes the audit log (denied attempts
+too), and only then runs the resolver. Denied is a GraphQL error with ``extensions.code``
+``FORBIDDEN`` (or ``UNAUTHENTICATED`` for nobody), never a 500.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass
+from ipaddress import ip_address
+from typing import Any, Protocol
+
+import orjson
+from starlette.requests import HTTPConnection
+from strawberry.extensions import FieldExtension
+from strawberry.types import Info
+
+from graph.context import Context
+from resolvers import ownership
+from sources.audit import entity_snapshot, record_audit
+from sources.auth import Viewer, verify_token
+from sources.catalog.refs import normalize_ref
+from sources.errors import InvalidRef, NotAuthenticated, NotAuthorized
+from sources.ldap.records import normalise_name
+
+__all__ = [
+    "AdminOnly",
+    "Authorize",
+    "EntityOwner",
+    "Rule",
+    "Target",
+    "is_admin",
+    "resolve_viewer",
+]
+
+log = logging.getLogger("atrium.authz")
+
+_MAX_ARGUMENT_CHARS = 4_000
+
+
+async def resolve_viewer(connection: HTTPConnection | None, context: Context) -> Viewer:
+    """The viewer of a request: a bearer token, else a user header from a trusted proxy, else
+    anonymous. A bad token is an error, not anonymity: a tool with a revoked token should
+    hear about it."""
+    settings = context.settings
+    if connection is None:
+        return Viewer.anonymous(settings.anonymous_read)
+    authorization = connection.headers.get("authorization", "")
+    if authorization:
+        scheme, _, token = authorization.partition(" ")
+        viewer = None
+        if scheme.lower() == "bearer":
+            viewer = await verify_token(context.db, token.strip())
+        if viewer is None:
+            raise NotAuthenticated("the API token is malformed, unknown or revoked")
+        return viewer
+    user = connection.headers.get(settings.user_header)
+    if user:
+        client = connection.client.host if connection.client else None
+        if client is not None and _trusted(client, context):
+            name = normalise_name(user)
+            if name:
+                return Viewer(f"user:default/{name}", "proxy", frozenset({"read", "write"}))
+        else:
+            log.warning(
+                "user header from an untrusted address ignored",
+                extra={"client": client, "header": settings.user_header},
+            )
+    return Viewer.anonymous(settings.anonymous_read)
+
+
+def _trusted(host: str, context: Context) -> bool:
+    try:
+        address = ip_address(host)
+    except ValueError:
+        return False
+    return any(address in network for network in context.settings.trusted_proxies)
+
+
+async def is_admin(context: Context) -> bool:
+    if context.admin is None:
+        context.admin = await ownership.is_admin(
+            context.loaders, context.viewer, context.settings.admin_group
+        )
+    return context.admin
+
+
+@dataclass(frozen=True, slots=True)
+class Target:
+    """What a mutation acts on: its ref, for the audit log, and who owns it."""
+
+    ref: str | None
+    owner_ref: str | None
+    exists: bool = True
+
+
+class Rule(Protocol):
+    """Finds a mutation's target from its arguments, and how to picture it in the audit log."""
+
+    admin_only: bool
+
+    async def target(self, info: Info[Context, None], arguments: dict[str, Any]) -> Target: ...
+
+    async def snapshot(
+        self, info: Info[Context, None], target: Target
+    ) -> dict[str, Any] | None: ...
+
+
+class EntityOwner:
+    """Owners of the catalog entity named by an argument, and admins."""
+
+    admin_only = False
+
+    def __init__(self, argument: str = "ref") -> None:
+        self.argument = argument
+
+    async def target(self, info: Info[Context, None], arguments: dict[str, Any]) -> Target:
+        try:
+            ref = normalize_ref(str(arguments[self.argument]))
+        except InvalidRef:
+            return Target(None, None, exists=False)
+        snapshot = await entity_snapshot(info.context.db, ref)
+        if snapshot is None:
+            return Target(ref, None, exists=False)
+        return Target(ref, snapshot["owner_ref"])
+
+    async def snapshot(self, info: Info[Context, None], target: Target) -> dict[str, Any] | None:
+        return await entity_snapshot(info.context.db, target.ref) if target.ref else None
+
+
+class AdminOnly:
+    """Admins only: members of the admin group, and admin tokens."""
+
+    admin_only = True
+
+    async def target(self, info: Info[Context, None], arguments: dict[str, Any]) -> Target:
+        return Target(None, None)
+
+    async def snapshot(self, info: Info[Context, None], target: Target) -> dict[str, Any] | None:
+        return None
+
+
+class Authorize(FieldExtension):
+    def __init__(self, rule: Rule, action: str) -> None:
+        super().__init__()
+        self.rule = rule
+        self.action = action
+
+    async def resolve_async(
+        self, next_: Any, source: Any, info: Info[Context, None], **kwargs: Any
+    ) -> Any:
+        context = info.context
+        viewer = context.viewer
+        target = await self.rule.target(info, kwargs)
+        arguments = _loggable(kwargs)
+
+        async def audit(outcome: str, **extra: Any) -> None:
+            await record_audit(
+                context.db,
+                actor=viewer.actor,
+                action=self.action,
+                target_ref=target.ref,
+                outcome=outcome,
+                arguments=arguments,
+                **extra,
+            )
+
+        denial = await self._denial(context, target)
+        if denial is not None:
+            await audit("denied", message=str(denial))
+            raise denial
+        before = await self.rule.snapshot(info, target)
+        try:
+            result = await next_(source, info, **kwargs)
+        except Exception as exc:
+            await audit("failed", before=before, message=str(exc)[:1000])
+            raise
+        await audit("allowed", before=before, after=await self.rule.snapshot(info, target))
+        return result
+
+    async def _denial(self, context: Context, target: Target) -> NotAuthorized | None:
+        viewer = context.viewer
+        if viewer.ref is None and "admin" not in viewer.scopes:
+            return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+        if await is_admin(context):
+            return None
+        if self.rule.admin_only:
+            return NotAuthorized(f"{self.action} is for admins only")
+        if "write" not in viewer.scopes:
+            return NotAuthorized(f"{self.action} needs a token with the write scope")
+        if not target.exists:
+            return NotAuthorized(f"{self.action}: {target.ref or 'the target'} does not exist")
+        if not await ownership.may_change(context.loaders, viewer, target.owner_ref):
+            owner = target.owner_ref or "nobody"
+            return NotAuthorized(
+                f"{viewer.ref} may not {self.action} {target.ref}: it is owned by {owner}, "
+                "and only its owners' members and admins may change it"
+            )
+        return None
+
+
+def _loggable(arguments: dict[str, Any]) -> dict[str, Any]:
+    """Arguments as JSON the audit log can keep: long values cut, odd types as text."""
+    text = orjson.dumps(arguments, default=lambda v: getattr(v, "__dict__", None) or str(v))
+    value: dict[str, Any] = orjson.loads(text)
+    for key, item in value.items():
+        if isinstance(item, str) and len(item) > _MAX_ARGUMENT_CHARS:
+            value[key] = item[:_MAX_ARGUMENT_CHARS] + f"... ({len(item)} characters)"
+    return value

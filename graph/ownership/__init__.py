@@ -1,0 +1,1 @@
+"""Ownership's GraphQL face: who owns what, the viewer, directory sync runs, the audit log."""

@@ -1,0 +1,140 @@
+"""A throwaway OpenLDAP server for tests: slapd with an LDIF loaded, on a free local port."""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import ldap3
+
+SUFFIX = "dc=example,dc=org"
+ROOT_DN = f"cn=admin,{SUFFIX}"
+ROOT_PASSWORD = "test-root-password"
+USERS_DN = f"ou=people,{SUFFIX}"
+GROUPS_DN = f"ou=groups,{SUFFIX}"
+SCHEMAS = ("core", "cosine", "inetorgperson", "nis")
+AD_SCHEMAS = ("core", "cosine", "inetorgperson", "nis", "msuser")
+BASE_LDIF = f"""dn: {SUFFIX}
+objectClass: dcObject
+objectClass: organization
+o: Example
+dc: example
+
+dn: {USERS_DN}
+objectClass: organizationalUnit
+ou: people
+
+dn: {GROUPS_DN}
+objectClass: organizationalUnit
+ou: groups
+"""
+
+
+def slapd_available() -> bool:
+    return all(shutil.which(tool) or Path(f"/usr/sbin/{tool}").exists() for tool in ("slapd", "slapadd"))
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Slapd:
+    directory: Path
+    port: int
+    process: subprocess.Popen[bytes]
+
+    @property
+    def url(self) -> str:
+        return f"ldap://127.0.0.1:{self.port}"
+
+    def connection(self) -> ldap3.Connection:
+        """A root connection, for tests that change the directory under a running sync."""
+        return ldap3.Connection(
+            ldap3.Server(self.url), ROOT_DN, ROOT_PASSWORD, auto_bind=True, raise_exceptions=True
+        )
+
+    def stop(self) -> None:
+        self.process.terminate()
+        try:
+            self.process.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            self.process.kill()
+            self.process.wait()
+
+
+def start_slapd(directory: Path, ldif: str, *, schemas: tuple[str, ...] = SCHEMAS) -> Slapd:
+    """slapadd the LDIF (after the base entries), then serve it; memberOf is computed (dynlist)."""
+    data = directory / "data"
+    data.mkdir(parents=True)
+    includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in schemas)
+    dynlist = (
+        "overlay dynlist\ndynlist-attrset groupOfURLs memberURL member+memberOf@groupOfNames*\n"
+        if "msuser" not in schemas else ""
+    )
+    conf = directory / "slapd.conf"
+    conf.write_text(f"""{includes}
+modulepath /usr/lib/ldap
+moduleload back_mdb
+moduleload dynlist
+pidfile {directory}/slapd.pid
+database mdb
+maxsize 1073741824
+suffix "{SUFFIX}"
+rootdn "{ROOT_DN}"
+rootpw {ROOT_PASSWORD}
+directory {data}
+{dynlist}""")
+    (directory / "data.ldif").write_text(BASE_LDIF + "\n" + ldif)
+    subprocess.run(
+        ["slapadd", "-q", "-f", str(conf), "-l", str(directory / "data.ldif")],
+        check=True, capture_output=True,
+    )
+    port = _free_port()
+    process = subprocess.Popen(
+        ["slapd", "-d", "0", "-f", str(conf), "-h", f"ldap://127.0.0.1:{port}/", "-u", "root", "-g", "root"],
+        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+    )
+    deadline = time.monotonic() + 10
+    while True:
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
+                break
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                stderr = process.stderr.read().decode() if process.stderr else ""
+                raise RuntimeError(f"slapd did not start: {stderr}") from None
+            time.sleep(0.02)
+    return Slapd(directory, port, process)
+
+
+def person(uid: str, cn: str, *, mail: str | None = None, extra: str = "") -> str:
+    lines = [
+        f"dn: uid={uid},{USERS_DN}", "objectClass: inetOrgPerson", f"uid: {uid}", f"cn: {cn}",
+        f"sn: {cn.split()[-1] if cn.split() else cn}", f"displayName: {cn}",
+    ]
+    if mail:
+        lines.append(f"mail: {mail}")
+    return "\n".join(lines) + ("\n" + extra if extra else "") + "\n"
+
+
+def group(cn: str, members: list[str], *, description: str | None = None) -> str:
+    lines = [f"dn: cn={cn},{GROUPS_DN}", "objectClass: groupOfNames", f"cn: {cn}"]
+    if description:
+        lines.append(f"description: {description}")
+    lines += [f"member: {m}" for m in members] or [f"member: {ROOT_DN}"]
+    return "\n".join(lines) + "\n"
+
+
+def user_dn(uid: str) -> str:
+    return f"uid={uid},{USERS_DN}"
+
+
+def group_dn(cn: str) -> str:
+    return f"cn={cn},{GROUPS_DN}"

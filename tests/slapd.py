@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import shutil
 import socket
+from collections.abc import Iterator
+from contextlib import contextmanager
 import subprocess
 import time
 from dataclasses import dataclass
@@ -16,7 +17,7 @@ ROOT_DN = f"cn=admin,{SUFFIX}"
 ROOT_PASSWORD = "test-root-password"
 USERS_DN = f"ou=people,{SUFFIX}"
 GROUPS_DN = f"ou=groups,{SUFFIX}"
-SCHEMAS = ("core", "cosine", "inetorgperson", "nis")
+SCHEMAS = ("core", "cosine", "inetorgperson", "nis", "dyngroup")
 AD_SCHEMAS = ("core", "cosine", "inetorgperson", "nis", "msuser")
 BASE_LDIF = f"""dn: {SUFFIX}
 objectClass: dcObject
@@ -32,10 +33,6 @@ dn: {GROUPS_DN}
 objectClass: organizationalUnit
 ou: groups
 """
-
-
-def slapd_available() -> bool:
-    return all(shutil.which(tool) or Path(f"/usr/sbin/{tool}").exists() for tool in ("slapd", "slapadd"))
 
 
 def _free_port() -> int:
@@ -54,11 +51,16 @@ class Slapd:
     def url(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
 
-    def connection(self) -> ldap3.Connection:
+    @contextmanager
+    def connection(self) -> Iterator[ldap3.Connection]:
         """A root connection, for tests that change the directory under a running sync."""
-        return ldap3.Connection(
+        conn = ldap3.Connection(
             ldap3.Server(self.url), ROOT_DN, ROOT_PASSWORD, auto_bind=True, raise_exceptions=True
         )
+        try:
+            yield conn
+        finally:
+            conn.unbind()
 
     def stop(self) -> None:
         self.process.terminate()
@@ -67,6 +69,8 @@ class Slapd:
         except subprocess.TimeoutExpired:
             self.process.kill()
             self.process.wait()
+        if self.process.stderr is not None:
+            self.process.stderr.close()
 
 
 def start_slapd(directory: Path, ldif: str, *, schemas: tuple[str, ...] = SCHEMAS) -> Slapd:

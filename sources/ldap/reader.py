@@ -47,13 +47,20 @@ def _connect(config: DirectoryConfig) -> ldap3.Connection:
         client_strategy=ldap3.SAFE_SYNC,
         auto_bind=ldap3.AUTO_BIND_NONE,
         raise_exceptions=True,
-        receive_timeout=config.timeout,
+        receive_timeout=max(1, round(config.timeout)),  # ldap3 packs it as an integer
         read_only=True,
     )
-    conn.open()
-    if config.start_tls:
-        conn.start_tls()
-    conn.bind()
+    try:
+        conn.open()
+        if config.start_tls:
+            conn.start_tls()
+        conn.bind()
+    except BaseException:
+        conn.unbind()
+        # ldap3 keeps the socket of a failed connect attempt open on the connection.
+        if conn.socket is not None:
+            conn.socket.close()
+        raise
     return conn
 
 

@@ -29,13 +29,15 @@ from sources.ldap.config import DirectoryConfig
 from sources.ldap.reader import RawEntry, read_directory
 from sources.ldap.records import DirectoryGroup, DirectoryUser, Skipped, parse_groups, parse_users
 
-__all__ = ["ORIGIN", "SyncInProgress", "SyncReport", "group_cycles", "sync_directory"]
+__all__ = [
+    "LOCK_KEY", "ORIGIN", "SyncInProgress", "SyncReport", "group_cycles", "sync_directory",
+]
 
 log = logging.getLogger(__name__)
 
 ORIGIN: Final = "ldap"
 MANAGED_BY: Final = "ldap"
-_LOCK_KEY: Final = 0x41_54_52_4C_44_50  # "ATRLDP"
+LOCK_KEY: Final = 0x41_54_52_4C_44_50  # "ATRLDP"
 DN_ANNOTATION: Final = "atrium.dev/ldap-dn"
 UID_ANNOTATION: Final = "atrium.dev/ldap-uid"
 
@@ -88,7 +90,7 @@ async def sync_directory(
     """Run one sync under the lock. ``only_if_older_than`` (seconds) skips a run when another
     replica ran one that recently, so N replicas sync once per interval, not N times."""
     async with db.connection() as lock:
-        if not await lock.fetchval("select pg_try_advisory_lock($1)", _LOCK_KEY):
+        if not await lock.fetchval("select pg_try_advisory_lock($1)", LOCK_KEY):
             raise SyncInProgress("another directory sync is running")
         try:
             if only_if_older_than is not None:
@@ -98,7 +100,7 @@ async def sync_directory(
                     return SyncReport(run_id=0, outcome="not-due")
             return await _run(db, config, brake=brake, force=force, progress=progress)
         finally:
-            await lock.execute("select pg_advisory_unlock($1)", _LOCK_KEY)
+            await lock.execute("select pg_advisory_unlock($1)", LOCK_KEY)
 
 
 async def _run(
@@ -184,21 +186,27 @@ def _entities(
     user_by_dn = {u.dn: u for u in users}
     group_by_dn = {g.dn: g for g in groups}
 
-    members: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → user names
-    children: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → group names
+    # Memberships come from both sides, for directories that keep only one. Either side may
+    # list direct memberships only (Active Directory) or expand nesting (OpenLDAP's dynlist);
+    # a group implied by another one of the same record's groups is dropped, which leaves the
+    # direct memberships, and the transitive answers the same.
+    listed: dict[str, set[str]] = {dn: set() for dn in user_by_dn}  # member dn → group dns
+    listed.update({dn: set() for dn in group_by_dn})
     for group in groups:
         for dn in group.members:
+            if dn in listed:
+                listed[dn].add(group.dn)
+    claimed = {u.dn: u.member_of & group_by_dn.keys() for u in users}
+    claimed.update({g.dn: g.member_of & group_by_dn.keys() for g in groups})
+    above = _ancestors({dn: listed[dn] | claimed[dn] for dn in group_by_dn})
+    members: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → user names
+    children: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → group names
+    for dn, direct in listed.items():
+        for parent in _not_implied(direct | claimed[dn], above):
             if dn in user_by_dn:
-                members[group.dn].add(user_by_dn[dn].name)
-            elif dn in group_by_dn:
-                children[group.dn].add(group_by_dn[dn].name)
-        for dn in group.member_of:
-            if dn in group_by_dn:
-                children[dn].add(group.name)
-    for user in users:
-        for dn in user.member_of:
-            if dn in group_by_dn:
-                members[dn].add(user.name)
+                members[parent].add(user_by_dn[dn].name)
+            elif parent != dn:
+                children[parent].add(group_by_dn[dn].name)
 
     report.warnings += group_cycles({g.name: children[g.dn] for g in groups})
     documents: list[tuple[str, dict[str, Any]]] = [(u.dn, _user_document(u)) for u in users]
@@ -212,6 +220,32 @@ def _entities(
         except EntityValidationError as exc:
             report.skipped.append(Skipped(dn, f"{exc.field}: {exc.message}"))
     return entities
+
+
+def _ancestors(parents: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Every group above each group, through any number of levels; cycles end the walk."""
+    found: dict[str, set[str]] = {}
+    for start in parents:
+        seen: set[str] = set()
+        pending = list(parents[start])
+        while pending:
+            dn = pending.pop()
+            if dn not in seen:
+                seen.add(dn)
+                pending.extend(parents.get(dn, ()))
+        found[start] = seen
+    return found
+
+
+def _not_implied(groups: set[str], above: dict[str, set[str]]) -> set[str]:
+    """The groups that are not strictly above another of them (in a cycle, none is above)."""
+    return {
+        g for g in groups
+        if not any(
+            g in above.get(other, ()) and other not in above.get(g, ())
+            for other in groups if other != g
+        )
+    }
 
 
 def _annotations(dn: str, uid: str | None) -> dict[str, str]:

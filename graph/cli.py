@@ -8,8 +8,9 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
+from typing import Any, TextIO
 
 from graph.settings import Settings
 
@@ -81,6 +82,48 @@ def _parser() -> argparse.ArgumentParser:
     imp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     imp.set_defaults(run=_catalog_import)
 
+    sync = commands.add_parser(
+        "sync", help="sync from outside sources", description="Sync from outside sources."
+    )
+    sync_commands = sync.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    ldap = sync_commands.add_parser(
+        "ldap",
+        help="sync users and groups from the LDAP directory now",
+        description="Sync users and groups from the directory now, with a progress bar and a "
+        "summary. A run that would delete more than ATRIUM_LDAP_DELETION_BRAKE of the users or "
+        "groups stops and changes nothing; --force applies it anyway. Exits 1 when the run did "
+        "not succeed, 75 when another sync is running.",
+    )
+    ldap.add_argument("--force", action="store_true", help="apply even past the deletion brake")
+    ldap.set_defaults(run=_sync_ldap)
+
+    token = commands.add_parser("token", help="API tokens", description="API tokens for tools.")
+    token_commands = token.add_subparsers(title="commands", metavar="COMMAND", required=True)
+    create = token_commands.add_parser(
+        "create",
+        help="create a token and print it once",
+        description="Create an API token; it is printed once and stored only as a hash.",
+    )
+    create.add_argument("--name", required=True, help="what the token is for, e.g. ci-deployer")
+    create.add_argument(
+        "--scope",
+        action="append",
+        choices=["read", "write", "admin"],
+        required=True,
+        help="read, write or admin; repeat for several",
+    )
+    create.add_argument(
+        "--subject", help="the user or group the token acts as (needed for write), e.g. group:ci"
+    )
+    create.set_defaults(run=_token_create)
+    listing = token_commands.add_parser("list", help="list tokens", description="List tokens.")
+    listing.set_defaults(run=_token_list)
+    revoke = token_commands.add_parser(
+        "revoke", help="revoke a token", description="Revoke a token by its id."
+    )
+    revoke.add_argument("id")
+    revoke.set_defaults(run=_token_revoke)
+
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)
     printer = schema_commands.add_parser(
@@ -114,7 +157,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prepare(settings: Settings, *, demo: bool) -> str:
+async def _prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:
     """Resolve the database, migrate it, and load the demo organisation if asked and empty."""
     from graph.app import database_url
     from graph.assembly import assemble, core_plugins, discover_plugins
@@ -129,7 +172,8 @@ async def _prepare(settings: Settings, *, demo: bool) -> str:
     try:
         applied = await apply_migrations(db, assembly.migrations)
         for migration in applied:
-            print(f"applied migration {migration.scope}/{migration.version:04d}_{migration.name}")
+            name = f"{migration.scope}/{migration.version:04d}_{migration.name}"
+            print(f"applied migration {name}", file=sys.stderr if quiet else sys.stdout)
         if demo:
             if await db.fetchval("select exists (select 1 from entities)"):
                 print("catalog is not empty; demo organisation not loaded")
@@ -174,6 +218,136 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         return 1 if result.errors else 0
 
     return asyncio.run(run())
+
+
+def _sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
+    from graph.ownership.directory import directory_config
+    from sources.db import Database
+    from sources.ldap.sync import SyncInProgress, sync_directory
+
+    config = directory_config(settings)
+    progress = Progress(sys.stderr)
+
+    async def run() -> int:
+        url = await _prepare(settings, demo=False, quiet=True)
+        db = await Database.connect(url, min_size=2, max_size=3)
+        try:
+            report = await sync_directory(
+                db,
+                config,
+                brake=settings.ldap_deletion_brake,
+                force=args.force,
+                progress=progress.update,
+            )
+        except SyncInProgress as exc:
+            print(f"atrium: {exc}; try again when it is done", file=sys.stderr)
+            return 75
+        finally:
+            progress.done()
+            await db.close()
+        for skipped in report.skipped:
+            print(f"skipped: {skipped.dn}: {skipped.reason}", file=sys.stderr)
+        for warning in report.warnings:
+            print(f"warning: {warning}", file=sys.stderr)
+        print(
+            f"{report.outcome}: added {report.added}, changed {report.changed}, "
+            f"removed {report.removed}, skipped {len(report.skipped)} "
+            f"({report.users_read} users and {report.groups_read} groups read) "
+            f"in {report.duration:.1f} s"
+        )
+        if report.error:
+            print(f"atrium: {report.error}", file=sys.stderr)
+        return 0 if report.outcome == "succeeded" else 1
+
+    return asyncio.run(run())
+
+
+class Progress:
+    """A one-line progress display on a terminal; plain lines elsewhere (CI logs, pipes)."""
+
+    WIDTH = 30
+
+    def __init__(self, stream: TextIO) -> None:
+        self.stream = stream
+        self.tty = stream.isatty()
+        self.counts: dict[str, int] = {}
+
+    def update(self, stage: str, count: int) -> None:
+        self.counts[stage] = count
+        text = ", ".join(f"{name} {n:,}" for name, n in self.counts.items())
+        if self.tty:
+            filled = (len(self.counts) * self.WIDTH) // 3
+            bar = "#" * filled + "-" * (self.WIDTH - filled)
+            self.stream.write(f"\r[{bar}] {text}\x1b[K")
+        elif stage == "writing":
+            users, groups = self.counts.get("users", 0), self.counts.get("groups", 0)
+            self.stream.write(f"read {users:,} users and {groups:,} groups; writing\n")
+        self.stream.flush()
+
+    def done(self) -> None:
+        if self.tty and self.counts:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _token_create(settings: Settings, args: argparse.Namespace) -> int:
+    from sources.auth import create_token
+    from sources.catalog.refs import normalize_ref
+
+    subject = normalize_ref(args.subject, default_kind="User") if args.subject else None
+    if "write" in args.scope and subject is None:
+        print(
+            "atrium: a write token needs --subject, the user or group it acts as", file=sys.stderr
+        )
+        return 2
+
+    async def run(db: Any) -> int:
+        token_id, token = await create_token(db, args.name, args.scope, subject)
+        print(f"created token {token_id} ({', '.join(sorted(set(args.scope)))})", file=sys.stderr)
+        print(token)
+        return 0
+
+    return asyncio.run(_with_database(settings, run))
+
+
+def _token_list(settings: Settings, args: argparse.Namespace) -> int:
+    from sources.auth import list_tokens
+
+    async def run(db: Any) -> int:
+        for t in await list_tokens(db):
+            state = f"revoked {t.revoked_at:%Y-%m-%d}" if t.revoked_at else "active"
+            used = f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never"
+            print(
+                f"{t.id}  {t.name}  {','.join(t.scopes)}  {t.subject_ref or '-'}  "
+                f"created {t.created_at:%Y-%m-%d}  used {used}  {state}"
+            )
+        return 0
+
+    return asyncio.run(_with_database(settings, run))
+
+
+def _token_revoke(settings: Settings, args: argparse.Namespace) -> int:
+    from sources.auth import revoke_token
+
+    async def run(db: Any) -> int:
+        if await revoke_token(db, args.id):
+            print(f"revoked token {args.id}")
+            return 0
+        print(f"atrium: no active token {args.id}", file=sys.stderr)
+        return 1
+
+    return asyncio.run(_with_database(settings, run))
+
+
+async def _with_database(settings: Settings, run: Callable[[Any], Awaitable[int]]) -> int:
+    from sources.db import Database
+
+    url = await _prepare(settings, demo=False, quiet=True)
+    db = await Database.connect(url, min_size=1, max_size=2)
+    try:
+        return await run(db)
+    finally:
+        await db.close()
 
 
 def _schema_print(settings: Settings, args: argparse.Namespace) -> int:

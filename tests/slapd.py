@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
-from contextlib import contextmanager
 import subprocess
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 

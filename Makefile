@@ -6,16 +6,22 @@ VENV := .venv
 BIN := $(VENV)/bin
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: run test bench install install-test lint schema clean
+.PHONY: run test bench install install-test system-test-deps lint schema clean
 
 run: $(VENV)/.installed
 	$(BIN)/atrium serve --demo
 
-test: $(VENV)/.installed-test
+test: $(VENV)/.installed-test system-test-deps
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.installed-test
+bench: $(VENV)/.installed-test system-test-deps
 	$(BIN)/python -m bench $(ARGS)
+
+# Servers the tests start for themselves: OpenLDAP (slapd) from Debian.
+system-test-deps:
+	@if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then \
+	  apt-get update -q && apt-get install -y -q slapd ldap-utils; \
+	fi
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test

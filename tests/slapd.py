@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import ldap3
+import trustme
 
 SUFFIX = "dc=example,dc=org"
 ROOT_DN = f"cn=admin,{SUFFIX}"
@@ -46,10 +47,16 @@ class Slapd:
     directory: Path
     port: int
     process: subprocess.Popen[bytes]
+    tls_port: int | None = None
 
     @property
     def url(self) -> str:
         return f"ldap://127.0.0.1:{self.port}"
+
+    @property
+    def tls_url(self) -> str:
+        assert self.tls_port is not None, "started without TLS"
+        return f"ldaps://127.0.0.1:{self.tls_port}"
 
     @contextmanager
     def connection(self) -> Iterator[ldap3.Connection]:
@@ -73,17 +80,37 @@ class Slapd:
             self.process.stderr.close()
 
 
-def start_slapd(directory: Path, ldif: str, *, schemas: tuple[str, ...] = SCHEMAS) -> Slapd:
-    """slapadd the LDIF (after the base entries), then serve it; memberOf is computed (dynlist)."""
+def start_slapd(
+    directory: Path,
+    ldif: str,
+    *,
+    schemas: tuple[str, ...] = SCHEMAS,
+    ca: trustme.CA | None = None,
+) -> Slapd:
+    """slapadd the LDIF (after the base entries), then serve it; memberOf is computed (dynlist).
+    With a CA, the server also speaks StartTLS and ldaps:// with a certificate for 127.0.0.1."""
     data = directory / "data"
     data.mkdir(parents=True)
     includes = "\n".join(f"include /etc/ldap/schema/{name}.schema" for name in schemas)
     dynlist = (
         "overlay dynlist\ndynlist-attrset groupOfURLs memberURL member+memberOf@groupOfNames*\n"
-        if "msuser" not in schemas else ""
+        if "msuser" not in schemas
+        else ""
     )
+    tls = ""
+    if ca is not None:
+        cert = ca.issue_cert("127.0.0.1")
+        cert.cert_chain_pems[0].write_to_path(str(directory / "cert.pem"))
+        cert.private_key_pem.write_to_path(str(directory / "key.pem"))
+        ca.cert_pem.write_to_path(str(directory / "ca.pem"))
+        tls = (
+            f"TLSCACertificateFile {directory}/ca.pem\n"
+            f"TLSCertificateFile {directory}/cert.pem\n"
+            f"TLSCertificateKeyFile {directory}/key.pem\n"
+        )
     conf = directory / "slapd.conf"
     conf.write_text(f"""{includes}
+{tls}
 modulepath /usr/lib/ldap
 moduleload back_mdb
 moduleload dynlist
@@ -98,12 +125,16 @@ directory {data}
     (directory / "data.ldif").write_text(BASE_LDIF + "\n" + ldif)
     subprocess.run(
         ["slapadd", "-q", "-f", str(conf), "-l", str(directory / "data.ldif")],
-        check=True, capture_output=True,
+        check=True,
+        capture_output=True,
     )
     port = _free_port()
+    tls_port = _free_port() if ca is not None else None
+    urls = f"ldap://127.0.0.1:{port}/" + (f" ldaps://127.0.0.1:{tls_port}/" if tls_port else "")
     process = subprocess.Popen(
-        ["slapd", "-d", "0", "-f", str(conf), "-h", f"ldap://127.0.0.1:{port}/", "-u", "root", "-g", "root"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+        ["slapd", "-d", "0", "-f", str(conf), "-h", urls, "-u", "root", "-g", "root"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
     )
     deadline = time.monotonic() + 10
     while True:
@@ -115,13 +146,17 @@ directory {data}
                 stderr = process.stderr.read().decode() if process.stderr else ""
                 raise RuntimeError(f"slapd did not start: {stderr}") from None
             time.sleep(0.02)
-    return Slapd(directory, port, process)
+    return Slapd(directory, port, process, tls_port)
 
 
 def person(uid: str, cn: str, *, mail: str | None = None, extra: str = "") -> str:
     lines = [
-        f"dn: uid={uid},{USERS_DN}", "objectClass: inetOrgPerson", f"uid: {uid}", f"cn: {cn}",
-        f"sn: {cn.split()[-1] if cn.split() else cn}", f"displayName: {cn}",
+        f"dn: uid={uid},{USERS_DN}",
+        "objectClass: inetOrgPerson",
+        f"uid: {uid}",
+        f"cn: {cn}",
+        f"sn: {cn.split()[-1] if cn.split() else cn}",
+        f"displayName: {cn}",
     ]
     if mail:
         lines.append(f"mail: {mail}")

@@ -13,7 +13,10 @@ ROOT = Path(__file__).resolve().parent.parent
 def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
     result = subprocess.run(
         [sys.executable, "-m", "bench", "--entities", "3000", "--rounds", "3"],
-        cwd=ROOT, capture_output=True, text=True, timeout=300,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
         env={**os.environ, "ATRIUM_BENCH_DATABASE_URL": pg_admin_url},
     )
     assert result.returncode == 0, result.stdout + result.stderr

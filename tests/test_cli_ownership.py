@@ -38,9 +38,12 @@ def slapd(tmp_path: Path) -> Iterator[Slapd]:
 
 def ldap_env(database_url: str, server: Slapd) -> dict[str, str]:
     return {
-        "ATRIUM_DATABASE_URL": database_url, "ATRIUM_LDAP_URL": server.url,
-        "ATRIUM_LDAP_BIND_DN": ROOT_DN, "ATRIUM_LDAP_BIND_PASSWORD": ROOT_PASSWORD,
-        "ATRIUM_LDAP_USERS_DN": USERS_DN, "ATRIUM_LDAP_GROUPS_DN": GROUPS_DN,
+        "ATRIUM_DATABASE_URL": database_url,
+        "ATRIUM_LDAP_URL": server.url,
+        "ATRIUM_LDAP_BIND_DN": ROOT_DN,
+        "ATRIUM_LDAP_BIND_PASSWORD": ROOT_PASSWORD,
+        "ATRIUM_LDAP_USERS_DN": USERS_DN,
+        "ATRIUM_LDAP_GROUPS_DN": GROUPS_DN,
         "ATRIUM_LDAP_PAGE_SIZE": "3",
     }
 
@@ -49,7 +52,10 @@ def test_sync_ldap_reports_and_brakes(database_url: str, slapd: Slapd) -> None:
     env = ldap_env(database_url, slapd)
     first = atrium("sync", "ldap", env=env)
     assert first.returncode == 0, first.stderr
-    assert "succeeded: added 11, changed 0, removed 0, skipped 1 (11 users and 1 groups read)" in first.stdout
+    assert (
+        "succeeded: added 11, changed 0, removed 0, skipped 1 (11 users and 1 groups read)"
+        in first.stdout
+    )
     assert f"skipped: uid=!bad!,{USERS_DN}: uid '!!!' has no usable characters" in first.stderr
     again = atrium("sync", "ldap", env=env)
     assert "succeeded: added 0, changed 0, removed 0" in again.stdout
@@ -73,8 +79,19 @@ def test_sync_ldap_without_a_directory_says_what_is_missing(database_url: str) -
 
 def test_tokens_are_created_listed_and_revoked(database_url: str) -> None:
     env = {"ATRIUM_DATABASE_URL": database_url}
-    created = atrium("token", "create", "--name", "ci", "--scope", "read", "--scope", "write",
-                     "--subject", "group:platform", env=env)
+    created = atrium(
+        "token",
+        "create",
+        "--name",
+        "ci",
+        "--scope",
+        "read",
+        "--scope",
+        "write",
+        "--subject",
+        "group:platform",
+        env=env,
+    )
     assert created.returncode == 0, created.stderr
     token = created.stdout.strip()
     assert token.startswith("atr_") and len(token) > 40
@@ -91,8 +108,11 @@ def test_tokens_are_created_listed_and_revoked(database_url: str) -> None:
 
 async def test_serve_syncs_in_the_background(make_client: AppFactory, slapd: Slapd) -> None:
     client = await make_client(
-        ldap_url=slapd.url, ldap_bind_dn=ROOT_DN, ldap_bind_password=ROOT_PASSWORD,
-        ldap_users_dn=USERS_DN, ldap_groups_dn=GROUPS_DN,
+        ldap_url=slapd.url,
+        ldap_bind_dn=ROOT_DN,
+        ldap_bind_password=ROOT_PASSWORD,
+        ldap_users_dn=USERS_DN,
+        ldap_groups_dn=GROUPS_DN,
     )
     for _ in range(200):
         runs = await client.gql("{ ldapSyncRuns { outcome added } }")

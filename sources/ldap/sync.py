@@ -30,7 +30,12 @@ from sources.ldap.reader import RawEntry, read_directory
 from sources.ldap.records import DirectoryGroup, DirectoryUser, Skipped, parse_groups, parse_users
 
 __all__ = [
-    "LOCK_KEY", "ORIGIN", "SyncInProgress", "SyncReport", "group_cycles", "sync_directory",
+    "LOCK_KEY",
+    "ORIGIN",
+    "SyncInProgress",
+    "SyncReport",
+    "group_cycles",
+    "sync_directory",
 ]
 
 log = logging.getLogger(__name__)
@@ -240,10 +245,12 @@ def _ancestors(parents: dict[str, set[str]]) -> dict[str, set[str]]:
 def _not_implied(groups: set[str], above: dict[str, set[str]]) -> set[str]:
     """The groups that are not strictly above another of them (in a cycle, none is above)."""
     return {
-        g for g in groups
+        g
+        for g in groups
         if not any(
             g in above.get(other, ()) and other not in above.get(g, ())
-            for other in groups if other != g
+            for other in groups
+            if other != g
         )
     }
 

@@ -26,18 +26,20 @@ from tests.slapd import (
     user_dn,
 )
 
-DIRECTORY = "\n".join([
-    person("ada", "Ada Lovelace"),
-    person("grace", "Grace Hopper"),
-    person("zoe", "Zoe Sre"),
-    person("mallory", "Mallory Sales"),
-    person("root", "Root Admin"),
-    group("engineering", [group_dn("platform"), user_dn("ada")]),
-    group("platform", [group_dn("sre"), user_dn("grace")]),
-    group("sre", [user_dn("zoe")]),
-    group("sales", [user_dn("mallory")]),
-    group("admins", [user_dn("root")]),
-])
+DIRECTORY = "\n".join(
+    [
+        person("ada", "Ada Lovelace"),
+        person("grace", "Grace Hopper"),
+        person("zoe", "Zoe Sre"),
+        person("mallory", "Mallory Sales"),
+        person("root", "Root Admin"),
+        group("engineering", [group_dn("platform"), user_dn("ada")]),
+        group("platform", [group_dn("sre"), user_dn("grace")]),
+        group("sre", [user_dn("zoe")]),
+        group("sales", [user_dn("mallory")]),
+        group("admins", [user_dn("root")]),
+    ]
+)
 CATALOG = """
 apiVersion: backstage.io/v1alpha1
 kind: Component
@@ -59,7 +61,7 @@ kind: Component
 metadata: {name: zoes-tool}
 spec: {type: library, lifecycle: experimental, owner: user:zoe}
 """
-DELETE = 'mutation($ref: String!) { deleteEntity(ref: $ref) { ref deleted } }'
+DELETE = "mutation($ref: String!) { deleteEntity(ref: $ref) { ref deleted } }"
 
 
 @pytest.fixture
@@ -68,12 +70,18 @@ async def org(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Client]:
     try:
         client: Client = await make_client()
         config = DirectoryConfig(
-            url=server.url, users_dn=USERS_DN, groups_dn=GROUPS_DN,
-            attributes=PRESETS["openldap"], bind_dn=ROOT_DN, bind_password=ROOT_PASSWORD,
+            url=server.url,
+            users_dn=USERS_DN,
+            groups_dn=GROUPS_DN,
+            attributes=PRESETS["openldap"],
+            bind_dn=ROOT_DN,
+            bind_password=ROOT_PASSWORD,
         )
         report = await sync_directory(client.services.db, config, brake=0.1)
         assert report.outcome == "succeeded"
-        assert not (await apply_batch(client.services.db, parse_documents(CATALOG, "c.yaml"))).errors
+        assert not (
+            await apply_batch(client.services.db, parse_documents(CATALOG, "c.yaml"))
+        ).errors
         yield client
     finally:
         server.stop()
@@ -98,13 +106,20 @@ async def test_what_a_person_owns_through_any_group(org: Client) -> None:
         entitiesOwnedBy(ref: $ref, transitive: $t) { totalCount nodes { ref } } }"""
     zoe = (await org.gql(query, {"ref": "user:zoe", "t": True}))["data"]["entitiesOwnedBy"]
     assert sorted(n["ref"] for n in zoe["nodes"]) == [
-        "component:default/payments", "component:default/runbooks", "component:default/zoes-tool",
+        "component:default/payments",
+        "component:default/runbooks",
+        "component:default/zoes-tool",
     ]
     assert zoe["totalCount"] == 3
     direct = (await org.gql(query, {"ref": "zoe", "t": False}))["data"]["entitiesOwnedBy"]
     assert [n["ref"] for n in direct["nodes"]] == ["component:default/zoes-tool"]
-    platform = (await org.gql(query, {"ref": "group:platform", "t": True}))["data"]["entitiesOwnedBy"]
-    assert sorted(n["ref"] for n in platform["nodes"]) == ["component:default/payments", "component:default/runbooks"]
+    platform = (await org.gql(query, {"ref": "group:platform", "t": True}))["data"][
+        "entitiesOwnedBy"
+    ]
+    assert sorted(n["ref"] for n in platform["nodes"]) == [
+        "component:default/payments",
+        "component:default/runbooks",
+    ]
 
 
 async def test_viewer_from_the_proxy_header(org: Client) -> None:
@@ -112,22 +127,35 @@ async def test_viewer_from_the_proxy_header(org: Client) -> None:
     zoe = (await org.gql(query, user="Zoe"))["data"]["viewer"]
     assert zoe["ref"] == "user:default/zoe" and zoe["authenticatedBy"] == "proxy"
     assert sorted(g["ref"] for g in zoe["groups"]) == [
-        "group:default/engineering", "group:default/platform", "group:default/sre",
+        "group:default/engineering",
+        "group:default/platform",
+        "group:default/sre",
     ]
     assert zoe["isAdmin"] is False and zoe["user"] == {"ref": "user:default/zoe"}
     assert (await org.gql(query, user="root"))["data"]["viewer"]["isAdmin"] is True
     nobody = (await org.gql(query))["data"]["viewer"]
-    assert nobody == {"ref": None, "authenticatedBy": "anonymous", "isAdmin": False, "user": None, "groups": []}
+    assert nobody == {
+        "ref": None,
+        "authenticatedBy": "anonymous",
+        "isAdmin": False,
+        "user": None,
+        "groups": [],
+    }
 
 
 async def test_a_non_owner_is_denied_and_audited(org: Client) -> None:
     body = await org.gql(DELETE, {"ref": "component:payments"}, user="mallory", expect_errors=True)
     assert error_code(body) == "FORBIDDEN"
     assert "owned by group:default/platform" in body["errors"][0]["message"]
-    assert await org.services.db.fetchval("select count(*) from entities where name = 'payments'") == 1
+    assert (
+        await org.services.db.fetchval("select count(*) from entities where name = 'payments'") == 1
+    )
     row = await org.services.db.fetchrow("select * from audit_log")
     assert (row["actor"], row["action"], row["target_ref"], row["outcome"]) == (
-        "user:default/mallory", "catalog.deleteEntity", "component:default/payments", "denied",
+        "user:default/mallory",
+        "catalog.deleteEntity",
+        "component:default/payments",
+        "denied",
     )
 
 
@@ -151,9 +179,13 @@ async def test_anonymous_mutations_are_unauthenticated(org: Client) -> None:
     assert error_code(body) == "UNAUTHENTICATED"
 
 
-async def test_the_user_header_is_believed_only_from_trusted_proxies(make_client: AppFactory, org: Client) -> None:
+async def test_the_user_header_is_believed_only_from_trusted_proxies(
+    make_client: AppFactory, org: Client
+) -> None:
     untrusting = await make_client(trusted_proxies=["10.0.0.0/8"])
-    body = await untrusting.gql(DELETE, {"ref": "component:payments"}, user="zoe", expect_errors=True)
+    body = await untrusting.gql(
+        DELETE, {"ref": "component:payments"}, user="zoe", expect_errors=True
+    )
     assert error_code(body) == "UNAUTHENTICATED"
     viewer = await untrusting.gql("{ viewer { ref } }", user="zoe")
     assert viewer["data"]["viewer"]["ref"] is None
@@ -165,9 +197,13 @@ async def test_tokens_act_within_their_scopes(org: Client) -> None:
     _, sre_writer = await create_token(db, "sre-bot", ["read", "write"], "group:default/sre")
     _, sales_writer = await create_token(db, "sales-bot", ["write"], "group:default/sales")
 
-    read_only = await org.gql(DELETE, {"ref": "component:runbooks"}, token=reader, expect_errors=True)
+    read_only = await org.gql(
+        DELETE, {"ref": "component:runbooks"}, token=reader, expect_errors=True
+    )
     assert error_code(read_only) == "UNAUTHENTICATED"  # no subject: nobody to act as
-    wrong_team = await org.gql(DELETE, {"ref": "component:runbooks"}, token=sales_writer, expect_errors=True)
+    wrong_team = await org.gql(
+        DELETE, {"ref": "component:runbooks"}, token=sales_writer, expect_errors=True
+    )
     assert error_code(wrong_team) == "FORBIDDEN"
     allowed = await org.gql(DELETE, {"ref": "component:runbooks"}, token=sre_writer)
     assert allowed["data"]["deleteEntity"]["deleted"] is True
@@ -179,10 +215,23 @@ async def test_tokens_act_within_their_scopes(org: Client) -> None:
 
 async def test_bad_and_revoked_tokens_are_401(org: Client) -> None:
     token_id, token = await create_token(org.services.db, "old", ["read"], None)
-    assert (await org.post("/graphql", json={"query": "{ viewer { ref } }"}, headers={"authorization": f"Bearer {token}"})).status_code == 200
+    assert (
+        await org.post(
+            "/graphql",
+            json={"query": "{ viewer { ref } }"},
+            headers={"authorization": f"Bearer {token}"},
+        )
+    ).status_code == 200
     assert await revoke_token(org.services.db, token_id)
-    for value in (f"Bearer {token}", "Bearer atr_nope_nope", "Bearer garbage", "Basic dXNlcjpwYXNz"):
-        response = await org.post("/graphql", json={"query": "{ viewer { ref } }"}, headers={"authorization": value})
+    for value in (
+        f"Bearer {token}",
+        "Bearer atr_nope_nope",
+        "Bearer garbage",
+        "Basic dXNlcjpwYXNz",
+    ):
+        response = await org.post(
+            "/graphql", json={"query": "{ viewer { ref } }"}, headers={"authorization": value}
+        )
         assert response.status_code == 401, value
         assert response.headers["www-authenticate"] == "Bearer"
         assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
@@ -194,7 +243,9 @@ async def test_anonymous_reading_can_be_turned_off(make_client: AppFactory) -> N
     assert response.status_code == 401
     token = await closed.admin_token()
     assert (await closed.gql("{ __typename }", token=token))["data"] == {"__typename": "Query"}
-    assert (await closed.gql("{ viewer { ref } }", user="someone"))["data"]["viewer"]["ref"] == "user:default/someone"
+    assert (await closed.gql("{ viewer { ref } }", user="someone"))["data"]["viewer"][
+        "ref"
+    ] == "user:default/someone"
 
 
 async def test_the_audit_log_is_for_admins(org: Client) -> None:
@@ -205,7 +256,8 @@ async def test_the_audit_log_is_for_admins(org: Client) -> None:
     assert error_code(denied) == "FORBIDDEN"
     entries = (await org.gql(query, {"t": "component:payments"}, user="root"))["data"]["auditLog"]
     assert [(e["actor"], e["outcome"]) for e in entries] == [
-        ("user:default/grace", "allowed"), ("user:default/mallory", "denied"),
+        ("user:default/grace", "allowed"),
+        ("user:default/mallory", "denied"),
     ]
     assert entries[0]["before"]["name"] == "payments" and entries[0]["after"] is None
 
@@ -217,8 +269,19 @@ async def test_apply_entities_is_for_admins(org: Client) -> None:
 
 
 async def test_sync_runs_in_graphql_and_metrics(org: Client) -> None:
-    runs = (await org.gql("{ ldapSyncRuns { outcome added usersRead groupsRead skipped warnings } }"))["data"]["ldapSyncRuns"]
-    assert runs == [{"outcome": "succeeded", "added": 10, "usersRead": 5, "groupsRead": 5, "skipped": 0, "warnings": []}]
+    runs = (
+        await org.gql("{ ldapSyncRuns { outcome added usersRead groupsRead skipped warnings } }")
+    )["data"]["ldapSyncRuns"]
+    assert runs == [
+        {
+            "outcome": "succeeded",
+            "added": 10,
+            "usersRead": 5,
+            "groupsRead": 5,
+            "skipped": 0,
+            "warnings": [],
+        }
+    ]
     metrics = (await org.get("/metrics")).text
     assert 'atrium_ldap_sync_runs{outcome="succeeded"} 1.0' in metrics
     assert 'atrium_ldap_sync_last{figure="added"} 10.0' in metrics

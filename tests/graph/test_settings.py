@@ -9,7 +9,9 @@ from graph.settings import Mode, Settings
 
 
 def test_environment_beats_atrium_toml(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "atrium.toml").write_text('mode = "production"\nmax_depth = 5\nlog_level = "DEBUG"\n')
+    (tmp_path / "atrium.toml").write_text(
+        'mode = "production"\nmax_depth = 5\nlog_level = "DEBUG"\n'
+    )
     monkeypatch.chdir(tmp_path)
     monkeypatch.setenv("ATRIUM_MAX_DEPTH", "7")
     settings = Settings()

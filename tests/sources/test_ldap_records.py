@@ -44,7 +44,10 @@ def test_long_names_keep_apart() -> None:
 
 
 def test_dns_compare_without_case_or_spaces() -> None:
-    assert normalise_dn("CN=Ada Lovelace, OU=People,DC=Example") == "cn=ada lovelace,ou=people,dc=example"
+    assert (
+        normalise_dn("CN=Ada Lovelace, OU=People,DC=Example")
+        == "cn=ada lovelace,ou=people,dc=example"
+    )
     assert normalise_dn("cn=a\\,b,dc=x") == "cn=a\\,b,dc=x"
 
 
@@ -80,18 +83,27 @@ def test_misfits_are_skipped_with_their_dn_and_reason() -> None:
 def test_active_directory_attributes() -> None:
     guid = uuid.uuid4()
     [user], _ = parse_users(
-        [entry(
-            "CN=Ada Lovelace,OU=People,DC=corp",
-            sAMAccountName=[b"ALovelace"], objectGUID=[guid.bytes_le],
-            memberOf=[b"CN=Engineers,OU=Groups,DC=corp"],
-        )],
+        [
+            entry(
+                "CN=Ada Lovelace,OU=People,DC=corp",
+                sAMAccountName=[b"ALovelace"],
+                objectGUID=[guid.bytes_le],
+                memberOf=[b"CN=Engineers,OU=Groups,DC=corp"],
+            )
+        ],
         AD,
     )
     assert user.name == "alovelace"
     assert user.uid == str(guid)
     assert user.member_of == {"cn=engineers,ou=groups,dc=corp"}
     [group], _ = parse_groups(
-        [entry("CN=Engineers,OU=Groups,DC=corp", cn=[b"Engineers"], member=[b"cn=ada lovelace,ou=people,dc=corp"])],
+        [
+            entry(
+                "CN=Engineers,OU=Groups,DC=corp",
+                cn=[b"Engineers"],
+                member=[b"cn=ada lovelace,ou=people,dc=corp"],
+            )
+        ],
         AD,
     )
     assert group.members == {"cn=ada lovelace,ou=people,dc=corp"}

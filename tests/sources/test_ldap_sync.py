@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+import trustme
 
 from sources.db import Database
 from sources.errors import DirectoryUnavailable
@@ -28,21 +29,23 @@ from tests.slapd import (
 )
 
 # engineering ⊃ platform ⊃ sre; ops and oncall contain each other (a cycle).
-DIRECTORY = "\n".join([
-    person("ada", "Ada Lovelace", mail="ada@example.org"),
-    person("grace", "Grace Hopper"),
-    person("obrien", "Miles O'Brien", extra="description: odd"),
-    person("Zoë Åström", "Zoë Åström"),
-    person("anne marie", "Anne Marie"),
-    person("!!!", "Nobody At All"),  # no usable characters: skipped
-    *(person(f"user{i:02d}", f"User {i}") for i in range(20)),
-    group("engineering", [group_dn("platform"), user_dn("ada")]),
-    group("platform", [group_dn("sre"), user_dn("grace")]),
-    group("sre", [user_dn("obrien"), user_dn("Zoë Åström")]),
-    group("ops", [group_dn("oncall"), user_dn("anne marie")]),
-    group("oncall", [group_dn("ops"), user_dn("user00")]),
-    group("QA Team (EU)", [user_dn(f"user{i:02d}") for i in range(1, 20)]),
-])
+DIRECTORY = "\n".join(
+    [
+        person("ada", "Ada Lovelace", mail="ada@example.org"),
+        person("grace", "Grace Hopper"),
+        person("obrien", "Miles O'Brien", extra="description: odd"),
+        person("Zoë Åström", "Zoë Åström"),
+        person("anne marie", "Anne Marie"),
+        person("!!!", "Nobody At All"),  # no usable characters: skipped
+        *(person(f"user{i:02d}", f"User {i}") for i in range(20)),
+        group("engineering", [group_dn("platform"), user_dn("ada")]),
+        group("platform", [group_dn("sre"), user_dn("grace")]),
+        group("sre", [user_dn("obrien"), user_dn("Zoë Åström")]),
+        group("ops", [group_dn("oncall"), user_dn("anne marie")]),
+        group("oncall", [group_dn("ops"), user_dn("user00")]),
+        group("QA Team (EU)", [user_dn(f"user{i:02d}") for i in range(1, 20)]),
+    ]
+)
 
 
 @pytest.fixture
@@ -54,8 +57,12 @@ def slapd(tmp_path: Path) -> Iterator[Slapd]:
 
 def config_for(server: Slapd, **changes: object) -> DirectoryConfig:
     values: dict[str, object] = {
-        "url": server.url, "users_dn": USERS_DN, "groups_dn": GROUPS_DN,
-        "attributes": PRESETS["openldap"], "bind_dn": ROOT_DN, "bind_password": ROOT_PASSWORD,
+        "url": server.url,
+        "users_dn": USERS_DN,
+        "groups_dn": GROUPS_DN,
+        "attributes": PRESETS["openldap"],
+        "bind_dn": ROOT_DN,
+        "bind_password": ROOT_PASSWORD,
         "page_size": 7,  # several pages, even for this small directory
     }
     return DirectoryConfig(**{**values, **changes})  # type: ignore[arg-type]
@@ -72,8 +79,12 @@ async def test_first_sync_brings_users_groups_and_nesting(db: Database, slapd: S
     assert (report.users_read, report.groups_read) == (26, 6)
     assert report.added == 25 + 6 and report.changed == report.removed == 0
     users = await refs(db, "User")
-    assert {"user:default/ada", "user:default/obrien", "user:default/zoe-astrom",
-            "user:default/anne-marie"} <= set(users)
+    assert {
+        "user:default/ada",
+        "user:default/obrien",
+        "user:default/zoe-astrom",
+        "user:default/anne-marie",
+    } <= set(users)
     assert len(users) == 25
     assert [s.dn for s in report.skipped] == [user_dn("!!!")]
     assert "no usable characters" in report.skipped[0].reason
@@ -89,7 +100,9 @@ async def test_first_sync_brings_users_groups_and_nesting(db: Database, slapd: S
     assert [r["target_ref"] for r in children] == ["group:default/platform"]
     managed = await db.fetch("select distinct managed_by, origin from entities")
     assert [tuple(r) for r in managed] == [("ldap", "ldap")]
-    annotations = await db.fetchval("select annotations from entities where ref = 'user:default/ada'")
+    annotations = await db.fetchval(
+        "select annotations from entities where ref = 'user:default/ada'"
+    )
     assert annotations["atrium.dev/ldap-dn"] == user_dn("ada").lower()
     assert annotations["atrium.dev/ldap-uid"]  # entryUUID, stable across renames
 
@@ -194,43 +207,69 @@ async def test_directory_users_replace_catalog_ones_and_imports_cannot_overwrite
     ada = "apiVersion: backstage.io/v1alpha1\nkind: User\nmetadata: {name: ada}\nspec: {}\n"
     await apply_batch(db, parse_documents(ada, "people.yaml"))
     await sync_directory(db, config_for(slapd), brake=0.1)
-    assert await db.fetchval("select managed_by from entities where ref = 'user:default/ada'") == "ldap"
+    assert (
+        await db.fetchval("select managed_by from entities where ref = 'user:default/ada'")
+        == "ldap"
+    )
     result = await apply_batch(db, parse_documents(ada, "people.yaml"))
     assert "managed by ldap" in result.errors[0].message
     assert result.deleted == []
 
 
 def ad_user(cn: str, account: str, groups: list[str], guid: uuid.UUID) -> str:
-    return "\n".join([
-        f"dn: CN={cn},{USERS_DN}", "objectClass: user", "objectClass: extensibleObject",
-        f"cn: {cn}", f"sn: {cn.split()[-1]}", f"sAMAccountName: {account}", f"displayName: {cn}",
-        "instanceType: 4", "nTSecurityDescriptor:: AAAA",
-        "objectCategory: CN=Person,CN=Schema,CN=Configuration,DC=example,DC=org",
-        f"objectGUID:: {base64.b64encode(guid.bytes_le).decode()}",
-        *(f"memberOf: CN={g},{GROUPS_DN.upper()}" for g in groups),
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"dn: CN={cn},{USERS_DN}",
+                "objectClass: user",
+                "objectClass: extensibleObject",
+                f"cn: {cn}",
+                f"sn: {cn.split()[-1]}",
+                f"sAMAccountName: {account}",
+                f"displayName: {cn}",
+                "instanceType: 4",
+                "nTSecurityDescriptor:: AAAA",
+                "objectCategory: CN=Person,CN=Schema,CN=Configuration,DC=example,DC=org",
+                f"objectGUID:: {base64.b64encode(guid.bytes_le).decode()}",
+                *(f"memberOf: CN={g},{GROUPS_DN.upper()}" for g in groups),
+            ]
+        )
+        + "\n"
+    )
 
 
 def ad_group(cn: str, members: list[str]) -> str:
-    return "\n".join([
-        f"dn: CN={cn},{GROUPS_DN}", "objectClass: group", "objectClass: extensibleObject",
-        f"cn: {cn}", "groupType: 2", "instanceType: 4", "nTSecurityDescriptor:: AAAA",
-        "objectCategory: CN=Group,CN=Schema,CN=Configuration,DC=example,DC=org",
-        *(f"member: {m}" for m in members),
-    ]) + "\n"
+    return (
+        "\n".join(
+            [
+                f"dn: CN={cn},{GROUPS_DN}",
+                "objectClass: group",
+                "objectClass: extensibleObject",
+                f"cn: {cn}",
+                "groupType: 2",
+                "instanceType: 4",
+                "nTSecurityDescriptor:: AAAA",
+                "objectCategory: CN=Group,CN=Schema,CN=Configuration,DC=example,DC=org",
+                *(f"member: {m}" for m in members),
+            ]
+        )
+        + "\n"
+    )
 
 
 async def test_active_directory_preset(db: Database, tmp_path: Path) -> None:
     """AD's attributes (sAMAccountName, objectGUID, memberOf) on Debian's msuser schema, DNs
     written in different cases on each side."""
     guid = uuid.uuid4()
-    directory = "\n".join([
-        ad_user("Ada Lovelace", "ALovelace", ["Engineers"], guid),
-        ad_user("Grace Hopper", "ghopper", [], uuid.uuid4()),
-        ad_group("Engineers", []),
-        ad_group("Compilers", [f"cn=grace hopper,{USERS_DN.upper()}"]),
-        ad_group("All Staff", [f"CN=ENGINEERS,{GROUPS_DN}", f"cn=compilers,{GROUPS_DN}"]),
-    ])
+    directory = "\n".join(
+        [
+            ad_user("Ada Lovelace", "ALovelace", ["Engineers"], guid),
+            ad_user("Grace Hopper", "ghopper", [], uuid.uuid4()),
+            ad_group("Engineers", []),
+            ad_group("Compilers", [f"cn=grace hopper,{USERS_DN.upper()}"]),
+            ad_group("All Staff", [f"CN=ENGINEERS,{GROUPS_DN}", f"cn=compilers,{GROUPS_DN}"]),
+        ]
+    )
     server = start_slapd(tmp_path / "ad", directory, schemas=AD_SCHEMAS)
     try:
         # OpenLDAP has no AD shorthand for objectCategory=person: filter on the class instead.
@@ -243,7 +282,9 @@ async def test_active_directory_preset(db: Database, tmp_path: Path) -> None:
     assert report.outcome == "succeeded" and not report.skipped, report.skipped
     assert await refs(db, "User") == ["user:default/alovelace", "user:default/ghopper"]
     assert await refs(db, "Group") == [
-        "group:default/all-staff", "group:default/compilers", "group:default/engineers",
+        "group:default/all-staff",
+        "group:default/compilers",
+        "group:default/engineers",
     ]
     relations = await db.fetch(
         "select source_ref, type, target_ref from relations where type in ('memberOf', 'childOf') order by 1, 3"
@@ -254,5 +295,33 @@ async def test_active_directory_preset(db: Database, tmp_path: Path) -> None:
         ("user:default/alovelace", "memberOf", "group:default/engineers"),
         ("user:default/ghopper", "memberOf", "group:default/compilers"),
     ]
-    annotations = await db.fetchval("select annotations from entities where ref = 'user:default/alovelace'")
+    annotations = await db.fetchval(
+        "select annotations from entities where ref = 'user:default/alovelace'"
+    )
     assert annotations["atrium.dev/ldap-uid"] == str(guid)
+
+
+async def test_starttls_and_ldaps_verify_the_server(db: Database, tmp_path: Path) -> None:
+    ca = trustme.CA()
+    server = start_slapd(tmp_path / "tls", person("ada", "Ada Lovelace"), ca=ca)
+    try:
+        (tmp_path / "ca.pem").write_bytes(ca.cert_pem.bytes())
+        trusted = tmp_path / "ca.pem"
+        start_tls = await sync_directory(
+            db, config_for(server, start_tls=True, ca_file=trusted), brake=1.0
+        )
+        assert start_tls.outcome == "succeeded" and start_tls.added == 1
+        ldaps = await sync_directory(
+            db, config_for(server, url=server.tls_url, ca_file=trusted), brake=1.0
+        )
+        assert ldaps.outcome == "succeeded" and ldaps.users_read == 1
+
+        (tmp_path / "other.pem").write_bytes(trustme.CA().cert_pem.bytes())
+        with pytest.raises(DirectoryUnavailable):
+            await sync_directory(
+                db,
+                config_for(server, url=server.tls_url, ca_file=tmp_path / "other.pem"),
+                brake=1.0,
+            )
+    finally:
+        server.stop()

@@ -133,7 +133,9 @@ KEPT_FACETS = "select field, kind, value, count from facet_counts order by 1, 2,
 async def test_facet_counts_follow_every_kind_of_write(db: Database) -> None:
     await apply_batch(db, parse_documents(TEAM + "---" + SERVICE + "---" + CART, "a.yaml"))
     assert await db.fetch(KEPT_FACETS) == await db.fetch(LIVE_FACETS)
-    assert ("owner", "Component", "group:default/team-a", 2) in [tuple(r) for r in await db.fetch(KEPT_FACETS)]
+    assert ("owner", "Component", "group:default/team-a", 2) in [
+        tuple(r) for r in await db.fetch(KEPT_FACETS)
+    ]
 
     moved = CART.replace("owner: team-a", "owner: team-b") + "\n  tags: [x]"
     moved = moved.replace("metadata: {name: cart}", "metadata: {name: cart, tags: [go, pci]}")

@@ -93,15 +93,17 @@ async def is_admin(context: Context) -> bool:
 
 @dataclass(frozen=True, slots=True)
 class Target:
-    """What a mutation acts on: its ref, for the audit log, and who owns it."""
+    """What a mutation acts on: its ref, for the audit log, who owns it, and how it looks
+    now (the audit log's "before")."""
 
     ref: str | None
     owner_ref: str | None
     exists: bool = True
+    state: dict[str, Any] | None = None
 
 
 class Rule(Protocol):
-    """Finds a mutation's target from its arguments, and how to picture it in the audit log."""
+    """Finds a mutation's target from its arguments, and pictures it again after the change."""
 
     admin_only: bool
 
@@ -128,7 +130,7 @@ class EntityOwner:
         snapshot = await entity_snapshot(info.context.db, ref)
         if snapshot is None:
             return Target(ref, None, exists=False)
-        return Target(ref, snapshot["owner_ref"])
+        return Target(ref, snapshot["owner_ref"], state=snapshot)
 
     async def snapshot(self, info: Info[Context, None], target: Target) -> dict[str, Any] | None:
         return await entity_snapshot(info.context.db, target.ref) if target.ref else None
@@ -175,7 +177,7 @@ class Authorize(FieldExtension):
         if denial is not None:
             await audit("denied", message=str(denial))
             raise denial
-        before = await self.rule.snapshot(info, target)
+        before = target.state
         try:
             result = await next_(source, info, **kwargs)
         except Exception as exc:

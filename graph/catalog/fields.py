@@ -87,6 +87,12 @@ class EntityConnection:
         return await resolve.count(info.context.db, self.page)
 
 
+def check_page_size(info: Info, first: int) -> None:
+    limit = info.context.settings.max_page_size
+    if not 0 <= first <= limit:
+        raise CatalogError(f"first must be between 0 and {limit}")
+
+
 def connection(page: EntitiesPage) -> EntityConnection:
     edges = [
         EntityEdge(cursor=cursor, node=entity_from_record(record))
@@ -153,9 +159,7 @@ class CatalogQuery:
         first: int = 20,
         after: str | None = None,
     ) -> EntityConnection:
-        limit = info.context.settings.max_page_size
-        if not 0 <= first <= limit:
-            raise CatalogError(f"first must be between 0 and {limit}")
+        check_page_size(info, first)
         page = await resolve.entities_page(
             info.context.db,
             info.context.loaders,

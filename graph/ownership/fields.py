@@ -7,7 +7,7 @@ from dataclasses import replace
 import strawberry
 
 from graph.authz import is_admin
-from graph.catalog.fields import EntityConnection, EntityFilter, connection
+from graph.catalog.fields import EntityConnection, EntityFilter, check_page_size, connection
 from graph.catalog.types import entity_from_record
 from graph.ownership.types import AuditLogEntry, LdapSyncRun, Ownership, ViewerType
 from graph.plugin import Info
@@ -44,9 +44,7 @@ class OwnershipQuery:
         first: int = 20,
         after: str | None = None,
     ) -> EntityConnection:
-        limit = info.context.settings.max_page_size
-        if not 0 <= first <= limit:
-            raise CatalogError(f"first must be between 0 and {limit}")
+        check_page_size(info, first)
         owners = await resolve.owner_set(info.context.loaders, ref, transitive=transitive)
         args = replace(filter.args() if filter else FilterArgs(), owner=owners)
         page = await catalog_resolvers.entities_page(

@@ -140,61 +140,60 @@ def _optional_text(entry: RawEntry, attribute: str) -> str | None:
         return None
 
 
+def _named(
+    entries: list[RawEntry], attribute: str, case_insensitive: bool
+) -> tuple[list[tuple[RawEntry, str]], list[Skipped]]:
+    """Entries with a usable, unique name, in DN order (the first keeps a contested name)."""
+    named: list[tuple[RawEntry, str]] = []
+    skipped: list[Skipped] = []
+    taken: dict[str, str] = {}
+    for entry in sorted(entries, key=lambda e: normalise_dn(e.dn, case_insensitive)):
+        name, problem = _name(entry, attribute)
+        if name is None:
+            skipped.append(Skipped(entry.dn, problem or "unusable"))
+        elif name in taken:
+            skipped.append(Skipped(entry.dn, f"its name {name} is already taken by {taken[name]}"))
+        else:
+            taken[name] = entry.dn
+            named.append((entry, name))
+    return named, skipped
+
+
 def parse_users(
     entries: list[RawEntry], attributes: AttributeMap
 ) -> tuple[list[DirectoryUser], list[Skipped]]:
-    users: list[DirectoryUser] = []
-    skipped: list[Skipped] = []
-    taken: dict[str, str] = {}
     ci = attributes.dn_case_insensitive
-    for entry in sorted(entries, key=lambda e: normalise_dn(e.dn, ci)):
-        name, problem = _name(entry, attributes.user_name)
-        if name is None:
-            skipped.append(Skipped(entry.dn, problem or "unusable"))
-            continue
-        if name in taken:
-            skipped.append(Skipped(entry.dn, f"its name {name} is already taken by {taken[name]}"))
-            continue
-        taken[name] = entry.dn
-        users.append(
-            DirectoryUser(
-                dn=normalise_dn(entry.dn, ci),
-                name=name,
-                display_name=_optional_text(entry, attributes.display_name),
-                email=_optional_text(entry, attributes.email),
-                uid=_uid(entry, attributes),
-                member_of=_dns(entry, attributes.member_of, ci),
-            )
+    named, skipped = _named(entries, attributes.user_name, ci)
+    users = [
+        DirectoryUser(
+            dn=normalise_dn(entry.dn, ci),
+            name=name,
+            display_name=_optional_text(entry, attributes.display_name),
+            email=_optional_text(entry, attributes.email),
+            uid=_uid(entry, attributes),
+            member_of=_dns(entry, attributes.member_of, ci),
         )
+        for entry, name in named
+    ]
     return users, skipped
 
 
 def parse_groups(
     entries: list[RawEntry], attributes: AttributeMap
 ) -> tuple[list[DirectoryGroup], list[Skipped]]:
-    groups: list[DirectoryGroup] = []
-    skipped: list[Skipped] = []
-    taken: dict[str, str] = {}
     ci = attributes.dn_case_insensitive
-    for entry in sorted(entries, key=lambda e: normalise_dn(e.dn, ci)):
-        name, problem = _name(entry, attributes.group_name)
-        if name is None:
-            skipped.append(Skipped(entry.dn, problem or "unusable"))
-            continue
-        if name in taken:
-            skipped.append(Skipped(entry.dn, f"its name {name} is already taken by {taken[name]}"))
-            continue
-        taken[name] = entry.dn
-        groups.append(
-            DirectoryGroup(
-                dn=normalise_dn(entry.dn, ci),
-                name=name,
-                display_name=_optional_text(entry, attributes.display_name),
-                email=_optional_text(entry, attributes.email),
-                description=_optional_text(entry, attributes.description),
-                uid=_uid(entry, attributes),
-                members=_dns(entry, attributes.member, ci),
-                member_of=_dns(entry, attributes.member_of, ci),
-            )
+    named, skipped = _named(entries, attributes.group_name, ci)
+    groups = [
+        DirectoryGroup(
+            dn=normalise_dn(entry.dn, ci),
+            name=name,
+            display_name=_optional_text(entry, attributes.display_name),
+            email=_optional_text(entry, attributes.email),
+            description=_optional_text(entry, attributes.description),
+            uid=_uid(entry, attributes),
+            members=_dns(entry, attributes.member, ci),
+            member_of=_dns(entry, attributes.member_of, ci),
         )
+        for entry, name in named
+    ]
     return groups, skipped

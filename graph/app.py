@@ -43,17 +43,25 @@ def create_app(
         services.db = await Database.connect(
             url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
         )
-        jobs: list[asyncio.Task[None]] = []
         try:
             await apply_migrations(services.db, assembly.migrations)
-            jobs = [
-                asyncio.create_task(_repeat(job, services), name=job.name) for job in assembly.jobs
-            ]
-            yield
+            # Plugins' lifespans start after the database and stop before it; jobs run inside.
+            async with contextlib.AsyncExitStack() as plugin_lifespans:
+                for plugin_id, factory in assembly.lifespans:
+                    services.extras[plugin_id] = await plugin_lifespans.enter_async_context(
+                        factory(services)
+                    )
+                jobs = [
+                    asyncio.create_task(_repeat(job, services), name=job.name)
+                    for job in assembly.jobs
+                ]
+                try:
+                    yield
+                finally:
+                    for task in jobs:
+                        task.cancel()
+                    await asyncio.gather(*jobs, return_exceptions=True)
         finally:
-            for task in jobs:
-                task.cancel()
-            await asyncio.gather(*jobs, return_exceptions=True)
             await services.db.close()
             services.db = None
 

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from importlib.metadata import entry_points
 from typing import Any
@@ -20,7 +23,14 @@ from strawberry.extensions import (
 from strawberry.schema.config import StrawberryConfig
 
 from graph.errors import AtriumSchema, MaskUnexpectedErrors
-from graph.plugin import BackgroundJob, GaugeSource, Plugin, PluginBuilder, PluginConflict
+from graph.plugin import (
+    BackgroundJob,
+    GaugeSource,
+    Lifespan,
+    Plugin,
+    PluginBuilder,
+    PluginConflict,
+)
 from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
@@ -40,6 +50,7 @@ class Assembly:
     migrations: list[Migration] = field(default_factory=list)
     jobs: list[BackgroundJob] = field(default_factory=list)
     gauges: list[GaugeSource] = field(default_factory=list)
+    lifespans: list[tuple[str, Lifespan]] = field(default_factory=list)
     schema: strawberry.Schema | None = None
 
 
@@ -71,11 +82,10 @@ def discover_plugins(settings: Settings) -> list[Plugin]:
 
 def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
     assembly = Assembly(settings, migrations=core_migrations())
-    query_fields: dict[str, str] = {}
-    mutation_fields: dict[str, str] = {}
-    query: list[type] = []
-    mutation: list[type] = []
-    types: list[type] = []
+    roots: dict[str, list[type]] = {"Query": [], "Mutation": [], "Subscription": []}
+    claimed: dict[str, dict[str, str]] = {name: {} for name in roots}
+    types: dict[str, tuple[type, str]] = {}  # GraphQL name → (class, plugin id)
+    extended: list[tuple[str, type, str]] = []  # (type name, fields class, plugin id)
     extensions: list[Any] = []
     for plugin in plugins:
         if plugin.id in assembly.plugin_ids:
@@ -84,13 +94,18 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         builder = PluginBuilder(plugin.id, settings)
         plugin.setup(builder)
         contribution = builder.contribution
-        for cls in contribution.query:
-            _claim_fields(query_fields, cls, "Query", plugin.id)
-        for cls in contribution.mutation:
-            _claim_fields(mutation_fields, cls, "Mutation", plugin.id)
-        query += contribution.query
-        mutation += contribution.mutation
-        types += contribution.types
+        for root, classes in (
+            ("Query", contribution.query),
+            ("Mutation", contribution.mutation),
+            ("Subscription", contribution.subscription),
+        ):
+            for cls in classes:
+                _claim_fields(claimed[root], cls, root, plugin.id)
+            roots[root] += classes
+        for cls in contribution.types:
+            types[cls.__strawberry_definition__.name] = (cls, plugin.id)  # type: ignore[attr-defined]
+        for name, classes in contribution.type_extensions.items():
+            extended += [(name, cls, plugin.id) for cls in classes]
         extensions += contribution.extensions
         for name, factory in contribution.loaders.items():
             assembly.loaders.add(name, factory)
@@ -98,17 +113,60 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             assembly.migrations += read_migrations(plugin.id, contribution.migrations)
         assembly.jobs += contribution.jobs
         assembly.gauges += contribution.gauges
+        assembly.lifespans += [(plugin.id, factory) for factory in contribution.lifespans]
 
-    if not query:
+    if not roots["Query"]:
         raise PluginConflict("no plugin contributes a query field; the schema would be empty")
-    assembly.schema = AtriumSchema(
-        query=_merge("Query", query),
-        mutation=_merge("Mutation", mutation) if mutation else None,
-        types=types,
-        extensions=[*_core_extensions(settings), *extensions],
-        config=StrawberryConfig(disable_field_suggestions=settings.production),
-    )
+    with _extended_types(types, extended):
+        assembly.schema = AtriumSchema(
+            query=_merge("Query", roots["Query"]),
+            mutation=_merge("Mutation", roots["Mutation"]) if roots["Mutation"] else None,
+            subscription=(
+                _merge("Subscription", roots["Subscription"]) if roots["Subscription"] else None
+            ),
+            types=[cls for cls, _ in types.values()],
+            extensions=[*_core_extensions(settings), *extensions],
+            config=StrawberryConfig(disable_field_suggestions=settings.production),
+        )
     return assembly
+
+
+@contextmanager
+def _extended_types(
+    types: dict[str, tuple[type, str]], extended: list[tuple[str, type, str]]
+) -> Iterator[None]:
+    """While the schema is built, give extended types their extra fields.
+
+    A type's definition is swapped for a copy with the plugins' fields, and restored after:
+    the built schema keeps the fields, the class stays as it was, so another schema built
+    without those plugins does not see them.
+    """
+    originals: dict[type, Any] = {}
+    claimed: dict[type, dict[str, str]] = {}  # field name → the plugin that defined it
+    try:
+        for name, fields_class, plugin_id in extended:
+            if name not in types:
+                raise PluginConflict(f"plugin {plugin_id} extends {name}, which no plugin defines")
+            target, owner = types[name]
+            definition = target.__strawberry_definition__  # type: ignore[attr-defined]
+            if target not in originals:
+                originals[target] = definition
+                claimed[target] = {f.name: owner for f in definition.fields}
+            added = [copy.copy(f) for f in fields_class.__strawberry_definition__.fields]  # type: ignore[attr-defined]
+            for f in added:
+                if f.name in claimed[target]:
+                    raise PluginConflict(
+                        f"field {name}.{f.name} is defined by plugin {claimed[target][f.name]} "
+                        f"and by plugin {plugin_id}"
+                    )
+                claimed[target][f.name] = plugin_id
+            target.__strawberry_definition__ = dataclasses.replace(  # type: ignore[attr-defined]
+                definition, fields=[*definition.fields, *added]
+            )
+        yield
+    finally:
+        for target, definition in originals.items():
+            target.__strawberry_definition__ = definition  # type: ignore[attr-defined]
 
 
 def _claim_fields(claimed: dict[str, str], cls: type, root: str, plugin_id: str) -> None:

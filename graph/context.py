@@ -24,5 +24,7 @@ class Context:
     viewer: Viewer
     # Whether the viewer is an admin, worked out on first need.
     admin: bool | None = None
+    # What plugins' lifespans yielded, keyed by plugin id (shared by every request).
+    extras: dict[str, Any] = field(default_factory=dict)
     # Per-request scratch space for plugins, keyed by plugin id.
     state: dict[str, Any] = field(default_factory=dict)

@@ -17,6 +17,7 @@ naming both.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -43,6 +44,7 @@ __all__ = [
     "EntityOwner",
     "GaugeSource",
     "Info",
+    "Lifespan",
     "LoaderServices",
     "Plugin",
     "PluginBuilder",
@@ -56,6 +58,7 @@ __all__ = [
 ]
 
 Info: TypeAlias = StrawberryInfo[Context, None]
+Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
 
 
 class PluginConflict(Exception):
@@ -94,7 +97,11 @@ class _Contribution:
     plugin_id: str
     query: list[type] = field(default_factory=list)
     mutation: list[type] = field(default_factory=list)
+    subscription: list[type] = field(default_factory=list)
     types: list[type] = field(default_factory=list)
+    # GraphQL type name → classes whose fields join that type (another plugin's type).
+    type_extensions: dict[str, list[type]] = field(default_factory=dict)
+    lifespans: list[Lifespan] = field(default_factory=list)
     loaders: dict[str, LoaderFactory] = field(default_factory=dict)
     extensions: list[Any] = field(default_factory=list)
     migrations: Path | None = None
@@ -119,6 +126,25 @@ class PluginBuilder:
         """A ``@strawberry.type`` class whose fields join the root ``Mutation``."""
         self.contribution.mutation.append(_strawberry_type(fields))
         return fields
+
+    def subscription(self, fields: type) -> type:
+        """A ``@strawberry.type`` class whose async-generator fields join ``Subscription``,
+        served over websockets with the graphql-transport-ws protocol."""
+        self.contribution.subscription.append(_strawberry_type(fields))
+        return fields
+
+    def extend_type(self, name: str, fields: type) -> type:
+        """Add the fields of a ``@strawberry.type`` class to another plugin's type, named as in
+        the schema (``builder.extend_type("Component", ComponentWorkloads)``). Resolvers see
+        the extended type's object as ``self``."""
+        self.contribution.type_extensions.setdefault(name, []).append(_strawberry_type(fields))
+        return fields
+
+    def lifespan(self, factory: Lifespan) -> None:
+        """An async context manager run for the life of the app, given the services: it starts
+        what the plugin runs (watchers, clients) and yields the plugin's state, which resolvers
+        and loaders find as ``info.context.extras[plugin_id]`` / ``services.extras[...]``."""
+        self.contribution.lifespans.append(factory)
 
     def types(self, *types: type) -> None:
         """Types the schema must know though no field names them (an interface's kinds)."""

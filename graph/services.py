@@ -48,6 +48,7 @@ class Services:
             db=db,
             loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras)),
             viewer=viewer or Viewer.anonymous(self.settings.anonymous_read),
+            extras=self.extras,
         )
         if viewer is None:
             context.viewer = await resolve_viewer(request, context)

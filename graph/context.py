@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeAlias
 
 from starlette.requests import HTTPConnection
+from strawberry.types import Info as StrawberryInfo
 
 from graph.settings import Settings
 from loaders.registry import RequestLoaders
 from sources.auth import Viewer
 from sources.db import Database
 
-__all__ = ["Context"]
+__all__ = ["Context", "Info"]
 
 
 @dataclass(slots=True)
@@ -28,3 +29,6 @@ class Context:
     extras: dict[str, Any] = field(default_factory=dict)
     # Per-request scratch space for plugins, keyed by plugin id.
     state: dict[str, Any] = field(default_factory=dict)
+
+
+Info: TypeAlias = StrawberryInfo[Context, None]

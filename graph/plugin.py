@@ -26,13 +26,14 @@ import strawberry
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
-from strawberry.types import Info as StrawberryInfo
 
 from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
-from graph.context import Context
+from graph.catalog.types import Entity
+from graph.context import Context, Info
 from graph.settings import Settings
 from loaders.registry import LoaderFactory, LoaderServices
 from sources.auth import Viewer
+from sources.errors import InvalidRef
 
 __all__ = [
     "JSON",
@@ -41,6 +42,7 @@ __all__ = [
     "BackgroundJob",
     "Context",
     "DataLoader",
+    "Entity",
     "EntityOwner",
     "GaugeSource",
     "Info",
@@ -54,10 +56,12 @@ __all__ = [
     "Settings",
     "Target",
     "Viewer",
+    "entities_owned_by",
+    "entity",
+    "entity_owner",
     "strawberry",
 ]
 
-Info: TypeAlias = StrawberryInfo[Context, None]
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
 
 
@@ -187,3 +191,38 @@ def _strawberry_type(cls: type) -> type:
     if not hasattr(cls, "__strawberry_definition__"):
         raise PluginConflict(f"{cls.__qualname__} must be decorated with @strawberry.type")
     return cls
+
+
+# The catalog, as plugins may use it.
+
+
+async def entity(info: Info, ref: str) -> Entity | None:
+    """The catalog entity with this ref, as a GraphQL object (for a plugin's field)."""
+    from graph.catalog.types import entity_from_record
+    from resolvers import catalog
+
+    try:
+        record = await catalog.entity(info.context.loaders, ref)
+    except InvalidRef:
+        return None
+    return entity_from_record(record) if record is not None else None
+
+
+async def entity_owner(context: Context, ref: str) -> str | None:
+    """The owner ref of an entity (batched with the request's other look-ups)."""
+    from resolvers import catalog
+
+    try:
+        record = await catalog.entity(context.loaders, ref)
+    except InvalidRef:
+        return None
+    return record.owner_ref if record is not None else None
+
+
+async def entities_owned_by(context: Context, ref: str, *, transitive: bool = True) -> list[str]:
+    """Refs of what a user or group owns; transitive as in the ``entitiesOwnedBy`` query."""
+    from resolvers import ownership
+    from sources.catalog.queries import refs_owned_by
+
+    owners = await ownership.owner_set(context.loaders, ref, transitive=transitive)
+    return await refs_owned_by(context.db, owners)

@@ -8,7 +8,7 @@ from strawberry.scalars import JSON
 
 from graph.authz import AdminOnly, Authorize, EntityOwner
 from graph.catalog.types import Entity, entity_from_record
-from graph.plugin import Info
+from graph.context import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
 from sources.catalog.queries import FacetField, Order

@@ -10,7 +10,7 @@ import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
 
-from graph.plugin import Info
+from graph.context import Info
 from resolvers import catalog as resolve
 from sources.catalog.queries import EntityRecord
 from sources.errors import CatalogError

@@ -9,8 +9,8 @@ import strawberry
 from graph.authz import is_admin
 from graph.catalog.fields import EntityConnection, EntityFilter, check_page_size, connection
 from graph.catalog.types import entity_from_record
+from graph.context import Info
 from graph.ownership.types import AuditLogEntry, LdapSyncRun, Ownership, ViewerType
-from graph.plugin import Info
 from resolvers import catalog as catalog_resolvers
 from resolvers import ownership as resolve
 from resolvers.catalog import FilterArgs

@@ -8,7 +8,7 @@ import strawberry
 from strawberry.scalars import JSON
 
 from graph.catalog.types import Entity, Group, User, entity_from_record
-from graph.plugin import Info
+from graph.context import Info
 from resolvers import catalog as catalog_resolvers
 from resolvers import ownership as resolve
 from sources.audit import AuditEntry

@@ -24,6 +24,7 @@ __all__ = [
     "facet_counts",
     "list_entities",
     "prepare_search",
+    "refs_owned_by",
     "relations_of",
 ]
 
@@ -278,3 +279,10 @@ async def facet_counts(
         return [(r["value"], r["count"]) for r in rows]
     rows = await db.fetch(FACETS[field], *where.params(), search.tsquery if search else None, limit)
     return [(r["value"], r["count"]) for r in rows]
+
+
+REFS_OWNED_BY: Final = "select ref from entities where owner_ref = any($1::text[]) order by ref"
+
+
+async def refs_owned_by(db: Executor, owners: list[str]) -> list[str]:
+    return [r["ref"] for r in await db.fetch(REFS_OWNED_BY, owners)]

@@ -1,0 +1,1 @@
+"""Plugins bundled with Atrium, written against the public plugin API (graph.plugin) only."""

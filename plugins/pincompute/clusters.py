@@ -1,0 +1,76 @@
+"""One kubernetes-asyncio ApiClient per cluster, and each cluster's health."""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from kubernetes_asyncio import config as kube_config
+from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
+
+__all__ = ["Cluster", "ClusterHealth", "connect_clusters"]
+
+
+@dataclass(slots=True)
+class ClusterHealth:
+    synced: bool = False  # every informer has listed once
+    last_event_at: float | None = None  # unix seconds
+    last_error: str | None = None
+    last_error_at: float | None = None
+    failing: bool = False  # the latest attempt failed and none succeeded since
+
+    def ok(self) -> None:
+        self.failing = False
+        self.last_event_at = time.time()
+
+    def error(self, message: str) -> None:
+        self.failing = True
+        self.last_error = message
+        self.last_error_at = time.time()
+
+
+@dataclass(slots=True)
+class Cluster:
+    name: str
+    client: ApiClient
+    health: ClusterHealth = field(default_factory=ClusterHealth)
+    synced_kinds: set[str] = field(default_factory=set)
+
+    @property
+    def custom(self) -> CustomObjectsApi:
+        return CustomObjectsApi(self.client)
+
+    @property
+    def core(self) -> CoreV1Api:
+        return CoreV1Api(self.client)
+
+    @property
+    def problem(self) -> str | None:
+        """Why this cluster's data cannot be trusted right now, or None."""
+        if self.health.failing:
+            return f"cluster {self.name} is not answering: {self.health.last_error}"
+        if not self.health.synced:
+            return f"cluster {self.name} has not been listed yet"
+        return None
+
+
+@contextlib.asynccontextmanager
+async def connect_clusters(kubeconfigs: list[dict[str, Any]]) -> AsyncIterator[list[Cluster]]:
+    """An ApiClient for every context of every kubeconfig, all closed on exit. Created inside
+    the running loop, as kubernetes-asyncio requires."""
+    clusters: list[Cluster] = []
+    try:
+        for kubeconfig in kubeconfigs:
+            for context in kubeconfig.get("contexts") or []:
+                name = context["name"]
+                if any(c.name == name for c in clusters):
+                    raise ValueError(f"two clusters are named {name}")
+                client = await kube_config.new_client_from_config_dict(kubeconfig, context=name)
+                clusters.append(Cluster(name, client))
+        yield clusters
+    finally:
+        for cluster in clusters:
+            await cluster.client.close()

@@ -1,0 +1,175 @@
+"""List-then-watch informers, one per cluster and kind, feeding the shared stores.
+
+The loop: a paged list, then a watch from the list's resourceVersion with bookmarks and a
+server-side timeout; when the watch times out, watch again from the last version seen; on
+410 Gone, list again and delete what vanished meanwhile; on any error, record it in the
+cluster's health and back off (with jitter) before starting over. Every request has a client
+timeout longer than the watch's, so a cluster that stops answering is noticed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import random
+from dataclasses import dataclass
+from typing import Any
+
+from kubernetes_asyncio import watch
+from kubernetes_asyncio.client.exceptions import ApiException
+
+from plugins.pincompute.clusters import Cluster
+from plugins.pincompute.store import ObjectStore
+
+__all__ = ["GROUP", "VERSION", "Informer", "Resource"]
+
+log = logging.getLogger("atrium.pincompute.informer")
+
+GROUP = "compute.atrium.dev"
+VERSION = "v1"
+PAGE_SIZE = 500
+MAX_BACKOFF = 60.0
+
+
+@dataclass(frozen=True, slots=True)
+class Resource:
+    kind: str
+    plural: str
+
+
+class Gone(Exception):
+    """The watch's resourceVersion is too old: list again."""
+
+
+class Informer:
+    def __init__(
+        self,
+        cluster: Cluster,
+        resource: Resource,
+        store: ObjectStore,
+        *,
+        namespace: str | None,
+        watch_timeout: int,
+        request_timeout: float,
+    ) -> None:
+        self.cluster = cluster
+        self.resource = resource
+        self.store = store
+        self.namespace = namespace
+        self.watch_timeout = watch_timeout
+        self.request_timeout = request_timeout
+        self.lists = 0  # how many times it listed: relists after 410 show here
+
+    async def run(self) -> None:
+        backoff = 1.0
+        while True:
+            try:
+                version = await self._list()
+                backoff = 1.0
+                while True:
+                    version = await self._watch(version)
+            except Gone:
+                log.info("watch expired; listing again", extra=self._where())
+                continue
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:  # the cluster, the network, or a malformed object
+                message = _describe(exc)
+                self.cluster.health.error(message)
+                log.warning("informer failed; retrying", extra={**self._where(), "error": message})
+                await asyncio.sleep(backoff * (0.5 + random.random()))  # noqa: S311 (jitter)
+                backoff = min(backoff * 2, MAX_BACKOFF)
+
+    def _list_function(self) -> Any:
+        api = self.cluster.custom
+        if self.namespace:
+            return api.list_namespaced_custom_object
+        return api.list_cluster_custom_object
+
+    def _list_arguments(self) -> dict[str, Any]:
+        arguments: dict[str, Any] = {
+            "group": GROUP, "version": VERSION, "plural": self.resource.plural,
+        }
+        if self.namespace:
+            arguments["namespace"] = self.namespace
+        return arguments
+
+    async def _list(self) -> str:
+        """Every object, page by page; the store then holds exactly these for this cluster."""
+        bodies: list[dict[str, Any]] = []
+        token: str | None = None
+        version = ""
+        while True:
+            page = await self._list_function()(
+                **self._list_arguments(), limit=PAGE_SIZE, _continue=token,
+                _request_timeout=(self.request_timeout, self.request_timeout * 3),
+            )
+            bodies += page.get("items") or []
+            metadata = page.get("metadata") or {}
+            version = str(metadata.get("resourceVersion") or version)
+            token = metadata.get("continue") or None
+            if not token:
+                break
+        for body in bodies:  # list items carry no kind; watch events and queries expect it
+            body.setdefault("kind", self.resource.kind)
+            body.setdefault("apiVersion", f"{GROUP}/{VERSION}")
+        gone = self.store.replace_cluster(self.cluster.name, bodies)
+        self.lists += 1
+        if gone:
+            log.info("objects vanished between watches", extra={**self._where(), "deleted": len(gone)})
+        self.cluster.synced_kinds.add(self.resource.kind)
+        self.cluster.health.ok()
+        return version
+
+    async def _watch(self, version: str) -> str:
+        """One watch, until the server ends it; returns the version to continue from."""
+        async with watch.Watch() as stream:
+            try:
+                async for event in self._events(stream, version):
+                    version = self._apply(event, version)
+            except ApiException as exc:
+                if exc.status == 410:
+                    raise Gone from exc
+                raise
+        self.cluster.health.ok()
+        return version
+
+    def _events(self, stream: watch.Watch, version: str) -> Any:
+        return stream.stream(
+                self._list_function(),
+                **self._list_arguments(),
+                resource_version=version,
+                allow_watch_bookmarks=True,
+                timeout_seconds=self.watch_timeout,
+                _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout),
+        )
+
+    def _apply(self, event: dict[str, Any], version: str) -> str:
+        kind = event.get("type")
+        body = event.get("raw_object") or event.get("object") or {}
+        if kind == "ERROR":
+            if body.get("code") == 410:
+                raise Gone
+            raise RuntimeError(f"watch error: {body.get('message') or body}")
+        version = str((body.get("metadata") or {}).get("resourceVersion") or version)
+        if kind == "DELETED":
+            self.store.remove(self.store.key_of(self.cluster.name, body))
+        elif kind in ("ADDED", "MODIFIED"):
+            body.setdefault("kind", self.resource.kind)
+            self.store.upsert(self.cluster.name, body)
+        self.cluster.health.ok()
+        return version
+
+    def _where(self) -> dict[str, str]:
+        return {"cluster": self.cluster.name, "kind": self.resource.kind}
+
+
+def _describe(exc: BaseException) -> str:
+    if isinstance(exc, ApiException):
+        if exc.status == 410:
+            return "410 Gone"
+        return f"{exc.status} {exc.reason}".strip()
+    if isinstance(exc, TimeoutError | asyncio.TimeoutError):
+        return "timed out"
+    return str(exc) or type(exc).__name__
+

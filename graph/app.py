@@ -10,14 +10,14 @@ from collections.abc import AsyncIterator, Sequence
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
-from starlette.routing import Route
+from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.metrics import Metrics
 from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
 from graph.settings import Settings
-from graph.view import graphql_endpoint
+from graph.view import graphql_endpoint, subscriptions
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
@@ -68,6 +68,7 @@ def create_app(
     app = Starlette(
         routes=[
             Route("/graphql", graphql_endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
+            WebSocketRoute("/graphql", subscriptions(services)),
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),

@@ -100,6 +100,8 @@ class Target:
     owner_ref: str | None
     exists: bool = True
     state: dict[str, Any] | None = None
+    # Owners whose consent is needed too, e.g. the new owner when a change moves the target.
+    other_owner_refs: tuple[str, ...] = ()
 
 
 class Rule(Protocol):
@@ -159,8 +161,8 @@ class Authorize(FieldExtension):
     ) -> Any:
         context = info.context
         viewer = context.viewer
-        target = await self.rule.target(info, kwargs)
         arguments = _loggable(kwargs)
+        target = Target(None, None)
 
         async def audit(outcome: str, **extra: Any) -> None:
             await record_audit(
@@ -172,6 +174,12 @@ class Authorize(FieldExtension):
                 arguments=arguments,
                 **extra,
             )
+
+        try:
+            target = await self.rule.target(info, kwargs)
+        except Exception as exc:  # a target that cannot be worked out: bad input, usually
+            await audit("failed", message=str(exc)[:1000])
+            raise
 
         denial = await self._denial(context, target)
         if denial is not None:
@@ -198,12 +206,13 @@ class Authorize(FieldExtension):
             return NotAuthorized(f"{self.action} needs a token with the write scope")
         if not target.exists:
             return NotAuthorized(f"{self.action}: {target.ref or 'the target'} does not exist")
-        if not await ownership.may_change(context.loaders, viewer, target.owner_ref):
-            owner = target.owner_ref or "nobody"
-            return NotAuthorized(
-                f"{viewer.ref} may not {self.action} {target.ref}: it is owned by {owner}, "
-                "and only its owners' members and admins may change it"
-            )
+        for owner_ref in (target.owner_ref, *target.other_owner_refs):
+            if not await ownership.may_change(context.loaders, viewer, owner_ref):
+                return NotAuthorized(
+                    f"{viewer.ref} may not {self.action} {target.ref}: it is owned by "
+                    f"{owner_ref or 'nobody'}, and only its owners' members and admins may "
+                    "change it"
+                )
         return None
 
 

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import strawberry
+from graphql import GraphQLError
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
@@ -55,6 +56,7 @@ __all__ = [
     "SchemaExtension",
     "Settings",
     "Target",
+    "UserError",
     "Viewer",
     "entities_owned_by",
     "entity",
@@ -63,6 +65,14 @@ __all__ = [
 ]
 
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
+
+
+class UserError(GraphQLError):
+    """An error a plugin's resolver raises for the client's mistake or a refusal, with the
+    ``extensions.code`` clients branch on (BAD_USER_INPUT, NOT_FOUND, UNAVAILABLE, ...)."""
+
+    def __init__(self, message: str, code: str = "BAD_USER_INPUT") -> None:
+        super().__init__(message, extensions={"code": code})
 
 
 class PluginConflict(Exception):

@@ -32,7 +32,7 @@ from graph.errors import error_code, format_error
 from graph.services import Services
 from sources.errors import NotAuthenticated
 
-__all__ = ["graphql_endpoint"]
+__all__ = ["graphql_endpoint", "subscriptions"]
 
 log = logging.getLogger("atrium.http")
 
@@ -288,3 +288,21 @@ def _ide(services: Services) -> Response:
     if services.settings.production:
         raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
     return HTMLResponse(get_graphql_ide_html(graphql_ide="graphiql"))
+
+
+def subscriptions(services: Services) -> Any:
+    """Subscriptions over websockets (the graphql-transport-ws protocol), with the same context
+    and viewer as HTTP requests."""
+    from strawberry.asgi import GraphQL
+    from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+
+    class SubscriptionView(GraphQL):  # type: ignore[type-arg]
+        async def get_context(self, request: Any, response: Any = None) -> Context:
+            return await services.context(request)
+
+    assert services.assembly.schema is not None
+    return SubscriptionView(
+        services.assembly.schema,
+        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
+        graphql_ide=None,
+    )

@@ -16,7 +16,6 @@ __all__ = ["Cluster", "ClusterHealth", "connect_clusters"]
 
 @dataclass(slots=True)
 class ClusterHealth:
-    synced: bool = False  # every informer has listed once
     last_event_at: float | None = None  # unix seconds
     last_error: str | None = None
     last_error_at: float | None = None
@@ -37,14 +36,22 @@ class Cluster:
     name: str
     client: ApiClient
     health: ClusterHealth = field(default_factory=ClusterHealth)
+    expected_kinds: frozenset[str] = frozenset()
     synced_kinds: set[str] = field(default_factory=set)
 
     @property
-    def custom(self) -> CustomObjectsApi:
+    def synced(self) -> bool:
+        """Every informer of this cluster has listed once."""
+        return self.expected_kinds <= self.synced_kinds
+
+    # Typed as Any: kubernetes-asyncio's generated hints mark optional arguments required and
+    # know neither _content_type nor the raw responses of _preload_content=False.
+    @property
+    def custom(self) -> Any:
         return CustomObjectsApi(self.client)
 
     @property
-    def core(self) -> CoreV1Api:
+    def core(self) -> Any:
         return CoreV1Api(self.client)
 
     @property
@@ -52,7 +59,7 @@ class Cluster:
         """Why this cluster's data cannot be trusted right now, or None."""
         if self.health.failing:
             return f"cluster {self.name} is not answering: {self.health.last_error}"
-        if not self.health.synced:
+        if not self.synced:
             return f"cluster {self.name} has not been listed yet"
         return None
 

@@ -1,10 +1,11 @@
 """List-then-watch informers, one per cluster and kind, feeding the shared stores.
 
 The loop: a paged list, then a watch from the list's resourceVersion with bookmarks and a
-server-side timeout; when the watch times out, watch again from the last version seen; on
-410 Gone, list again and delete what vanished meanwhile; on any error, record it in the
-cluster's health and back off (with jitter) before starting over. Every request has a client
-timeout longer than the watch's, so a cluster that stops answering is noticed.
+server-side timeout; when the watch times out or its connection fails, watch again from the
+last version seen (after a backoff with jitter on errors, recorded in the cluster's health);
+on 410 Gone, that version is too old: list again, deleting what vanished meanwhile. Every
+request has a client timeout longer than the watch's, so a cluster that stops answering is
+noticed.
 """
 
 from __future__ import annotations
@@ -62,22 +63,23 @@ class Informer:
 
     async def run(self) -> None:
         backoff = 1.0
+        version: str | None = None
         while True:
             try:
-                version = await self._list()
+                if version is None:
+                    version = await self._list()
+                version = await self._watch(version)
                 backoff = 1.0
-                while True:
-                    version = await self._watch(version)
             except Gone:
                 log.info("watch expired; listing again", extra=self._where())
-                continue
+                version = None
             except asyncio.CancelledError:
                 raise
             except Exception as exc:  # the cluster, the network, or a malformed object
                 message = _describe(exc)
                 self.cluster.health.error(message)
                 log.warning("informer failed; retrying", extra={**self._where(), "error": message})
-                await asyncio.sleep(backoff * (0.5 + random.random()))  # noqa: S311 (jitter)
+                await asyncio.sleep(backoff * (0.5 + random.random()))
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _list_function(self) -> Any:
@@ -88,7 +90,9 @@ class Informer:
 
     def _list_arguments(self) -> dict[str, Any]:
         arguments: dict[str, Any] = {
-            "group": GROUP, "version": VERSION, "plural": self.resource.plural,
+            "group": GROUP,
+            "version": VERSION,
+            "plural": self.resource.plural,
         }
         if self.namespace:
             arguments["namespace"] = self.namespace
@@ -101,7 +105,9 @@ class Informer:
         version = ""
         while True:
             page = await self._list_function()(
-                **self._list_arguments(), limit=PAGE_SIZE, _continue=token,
+                **self._list_arguments(),
+                limit=PAGE_SIZE,
+                _continue=token,
                 _request_timeout=(self.request_timeout, self.request_timeout * 3),
             )
             bodies += page.get("items") or []
@@ -116,7 +122,9 @@ class Informer:
         gone = self.store.replace_cluster(self.cluster.name, bodies)
         self.lists += 1
         if gone:
-            log.info("objects vanished between watches", extra={**self._where(), "deleted": len(gone)})
+            log.info(
+                "objects vanished between watches", extra={**self._where(), "deleted": len(gone)}
+            )
         self.cluster.synced_kinds.add(self.resource.kind)
         self.cluster.health.ok()
         return version
@@ -136,12 +144,12 @@ class Informer:
 
     def _events(self, stream: watch.Watch, version: str) -> Any:
         return stream.stream(
-                self._list_function(),
-                **self._list_arguments(),
-                resource_version=version,
-                allow_watch_bookmarks=True,
-                timeout_seconds=self.watch_timeout,
-                _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout),
+            self._list_function(),
+            **self._list_arguments(),
+            resource_version=version,
+            allow_watch_bookmarks=True,
+            timeout_seconds=self.watch_timeout,
+            _request_timeout=(self.request_timeout, self.watch_timeout + self.request_timeout),
         )
 
     def _apply(self, event: dict[str, Any], version: str) -> str:
@@ -172,4 +180,3 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return "timed out"
     return str(exc) or type(exc).__name__
-

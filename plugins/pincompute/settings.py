@@ -36,7 +36,7 @@ class ComputeSettings(BaseSettings):
     # More clusters as JSON: [{"name": ..., "server": ..., "token": ..., "ca_file": ...}].
     clusters: list[ClusterSpec] = Field(default_factory=list)
     compute_namespace: str | None = None  # watch one namespace only; unset watches all
-    compute_watch_timeout: int = Field(default=300, ge=5)  # seconds a watch lasts server-side
+    compute_watch_timeout: int = Field(default=300, ge=1)  # seconds a watch lasts server-side
     compute_request_timeout: float = Field(default=10.0, gt=0)
     compute_pod_cache_seconds: float = Field(default=5.0, ge=0)
     # Quotas per owner (a group or user ref), and for owners not listed.
@@ -58,9 +58,15 @@ class ComputeSettings(BaseSettings):
                 cluster["certificate-authority"] = spec.ca_file
             if spec.insecure:
                 cluster["insecure-skip-tls-verify"] = True
-            found.append({
-                "clusters": [{"name": spec.name, "cluster": cluster}],
-                "users": [{"name": spec.name, "user": {"token": spec.token} if spec.token else {}}],
-                "contexts": [{"name": spec.name, "context": {"cluster": spec.name, "user": spec.name}}],
-            })
+            found.append(
+                {
+                    "clusters": [{"name": spec.name, "cluster": cluster}],
+                    "users": [
+                        {"name": spec.name, "user": {"token": spec.token} if spec.token else {}}
+                    ],
+                    "contexts": [
+                        {"name": spec.name, "context": {"cluster": spec.name, "user": spec.name}}
+                    ],
+                }
+            )
         return found

@@ -36,12 +36,19 @@ class StoredObject:
     def entity_ref(self) -> str | None:
         annotations = (self.body.get("metadata") or {}).get("annotations") or {}
         ref = annotations.get(ENTITY_ANNOTATION)
-        return ref.strip().lower() if isinstance(ref, str) and ref.strip() else None
+        return normalise_ref(ref) if isinstance(ref, str) and ref.strip() else None
 
     @property
     def resource_version(self) -> str | None:
         value = (self.body.get("metadata") or {}).get("resourceVersion")
         return str(value) if value is not None else None
+
+
+def normalise_ref(text: str) -> str:
+    """Catalog refs compare lowercase, with the namespace ``default`` when left out."""
+    text = text.strip().lower()
+    kind, sep, rest = text.partition(":")
+    return f"{kind}:default/{rest}" if sep and "/" not in rest else text
 
 
 Listener = Callable[[str, StoredObject], None]

@@ -1,0 +1,363 @@
+"""GraphQL types of PinCompute."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from graph.plugin import JSON, Entity, Info, entity, strawberry
+from plugins.pincompute.compute import Compute, ComputeError
+from plugins.pincompute.model import env_of
+from plugins.pincompute.store import Key, StoredObject
+
+__all__ = [
+    "ClusterError",
+    "ClusterStatus",
+    "KubeEvent",
+    "PinApp",
+    "PinScaler",
+    "Pod",
+    "compute_of",
+]
+
+PLUGIN_ID = "pincompute"
+
+
+def compute_of(info: Info) -> Compute:
+    compute: Compute | None = info.context.extras.get(PLUGIN_ID)
+    if compute is None:
+        raise ComputeError("PinCompute is not running")
+    return compute
+
+
+@strawberry.type(description="A cluster that could not answer for part of a result.")
+class ClusterError:
+    cluster: str
+    message: str
+
+
+@strawberry.type(description="One cluster, as the informers see it.")
+class ClusterStatus:
+    name: str
+    synced: bool
+    last_event_at: datetime | None
+    last_error: str | None
+    last_error_at: datetime | None
+    healthy: bool
+    pin_apps: int
+    pin_scalers: int
+
+
+@strawberry.type
+class EnvVar:
+    name: str
+    value: str | None = strawberry.field(description="None when secret or referenced.")
+    source: str = strawberry.field(description="value, secret:<name>/<key>, config:..., hidden")
+
+
+@strawberry.type
+class ContainerPort:
+    name: str | None
+    container_port: int
+    protocol: str
+
+
+@strawberry.type
+class Condition:
+    type: str
+    status: str
+    reason: str | None
+    message: str | None
+    last_transition_time: str | None
+
+
+@strawberry.type
+class Pod:
+    name: str
+    phase: str | None
+    ready: bool
+    restarts: int
+    node: str | None
+    started_at: datetime | None
+    containers: list[str]
+
+
+@strawberry.type
+class KubeEvent:
+    type: str | None
+    reason: str | None
+    message: str | None
+    count: int | None
+    last_seen: datetime | None
+
+
+def _when(value: Any) -> datetime | None:
+    if isinstance(value, datetime):
+        return value if value.tzinfo else value.replace(tzinfo=UTC)
+    if isinstance(value, str):
+        try:
+            return datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            return None
+    return None
+
+
+@strawberry.type
+class _Workload:
+    stored: strawberry.Private[StoredObject]
+
+    @property
+    def _metadata(self) -> dict[str, Any]:
+        return self.stored.body.get("metadata") or {}
+
+    @property
+    def _spec(self) -> dict[str, Any]:
+        return self.stored.body.get("spec") or {}
+
+    @property
+    def _status(self) -> dict[str, Any]:
+        return self.stored.body.get("status") or {}
+
+
+@strawberry.type(description="A workload: deployment, service, ingress and config in one.")
+class PinApp(_Workload):
+    cluster: str
+    namespace: str
+    name: str
+
+    @strawberry.field(description="cluster/namespace/name")
+    def id(self) -> str:
+        return str(self.stored.key)
+
+    @strawberry.field(description="The catalog entity it belongs to (atrium.dev/entity-ref).")
+    def entity_ref(self) -> str | None:
+        return self.stored.entity_ref
+
+    @strawberry.field
+    async def entity(self, info: Info) -> Entity | None:
+        return await entity(info, self.stored.entity_ref) if self.stored.entity_ref else None
+
+    @strawberry.field
+    def image(self) -> str | None:
+        return self._spec.get("image")
+
+    @strawberry.field(description="Replicas asked for in the spec (a PinScaler may decide).")
+    def replicas(self) -> int | None:
+        return self._spec.get("replicas")
+
+    @strawberry.field
+    def ports(self) -> list[ContainerPort]:
+        return [
+            ContainerPort(
+                name=p.get("name"),
+                container_port=int(p.get("containerPort", 0)),
+                protocol=p.get("protocol") or "TCP",
+            )
+            for p in self._spec.get("ports") or []
+            if isinstance(p, dict)
+        ]
+
+    @strawberry.field
+    def resources(self) -> JSON:
+        return JSON(self._spec.get("resources") or {})
+
+    @strawberry.field(description="Environment; secret values are never shown.")
+    def env(self) -> list[EnvVar]:
+        return [EnvVar(name=e.name, value=e.value, source=e.source) for e in env_of(self._spec)]
+
+    @strawberry.field
+    def ingress_host(self) -> str | None:
+        return (self._spec.get("ingress") or {}).get("host")
+
+    @strawberry.field
+    def ready_replicas(self) -> int:
+        return int(self._status.get("readyReplicas") or 0)
+
+    @property
+    def _desired(self) -> int:
+        return int(self._status.get("replicas") or self._spec.get("replicas") or 0)
+
+    @strawberry.field
+    def desired_replicas(self) -> int:
+        return self._desired
+
+    @strawberry.field(description="Share of replicas on the current template, 0 to 1.")
+    def rollout_progress(self) -> float:
+        desired = self._desired
+        updated = int(self._status.get("updatedReplicas") or 0)
+        return 1.0 if desired == 0 else min(1.0, updated / desired)
+
+    @strawberry.field
+    def conditions(self) -> list[Condition]:
+        return [
+            Condition(
+                type=c.get("type", ""),
+                status=c.get("status", "Unknown"),
+                reason=c.get("reason"),
+                message=c.get("message"),
+                last_transition_time=c.get("lastTransitionTime"),
+            )
+            for c in self._status.get("conditions") or []
+            if isinstance(c, dict)
+        ]
+
+    @strawberry.field
+    def scaler(self, info: Info) -> PinScaler | None:
+        found = compute_of(info).scaler_for(self.stored.key)
+        return PinScaler.of(found) if found is not None else None
+
+    @strawberry.field(description="Its pods, read from the cluster (cached a few seconds).")
+    async def pods(self, info: Info) -> list[Pod]:
+        items = await info.context.loaders["pincompute.pods"].load(self.stored.key)
+        return [_pod(item) for item in items]
+
+    @strawberry.field(description="Recent Kubernetes events about it and its pods.")
+    async def events(self, info: Info, first: int = 20) -> list[KubeEvent]:
+        items = await info.context.loaders["pincompute.events"].load(self.stored.key)
+        events = [
+            KubeEvent(
+                type=e.get("type"),
+                reason=e.get("reason"),
+                message=e.get("message"),
+                count=e.get("count"),
+                last_seen=_when(e.get("last_timestamp") or e.get("event_time")),
+            )
+            for e in items
+        ]
+        events.sort(key=lambda e: e.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
+        return events[: max(0, min(first, 100))]
+
+    @classmethod
+    def of(cls, stored: StoredObject) -> PinApp:
+        return cls(
+            stored=stored,
+            cluster=stored.key.cluster,
+            namespace=stored.key.namespace,
+            name=stored.key.name,
+        )
+
+
+def _pod(item: dict[str, Any]) -> Pod:
+    status = item.get("status") or {}
+    statuses = status.get("container_statuses") or []
+    return Pod(
+        name=(item.get("metadata") or {}).get("name", ""),
+        phase=status.get("phase"),
+        ready=bool(statuses) and all(s.get("ready") for s in statuses),
+        restarts=sum(int(s.get("restart_count") or 0) for s in statuses),
+        node=(item.get("spec") or {}).get("node_name"),
+        started_at=_when(status.get("start_time")),
+        containers=[c.get("name", "") for c in (item.get("spec") or {}).get("containers") or []],
+    )
+
+
+@strawberry.type
+class MetricTarget:
+    type: str
+    target_average_utilization: int | None
+    target_average_value: str | None
+
+
+@strawberry.type
+class ScaleSchedule:
+    name: str
+    cron: str
+    timezone: str | None
+    min_replicas: int | None
+    max_replicas: int | None
+
+
+@strawberry.type
+class ScaleDecision:
+    time: str | None
+    replicas: int | None
+    reason: str | None
+
+
+@strawberry.type(description="Replica bounds, metric targets and schedules of one PinApp.")
+class PinScaler(_Workload):
+    cluster: str
+    namespace: str
+    name: str
+
+    @strawberry.field
+    def id(self) -> str:
+        return str(self.stored.key)
+
+    @property
+    def _target_name(self) -> str | None:
+        name = (self._spec.get("targetRef") or {}).get("name")
+        return name if isinstance(name, str) else None
+
+    @strawberry.field
+    def target_name(self) -> str | None:
+        return self._target_name
+
+    @strawberry.field
+    def target(self, info: Info) -> PinApp | None:
+        name = self._target_name
+        if not name:
+            return None
+        key = self.stored.key
+        found = compute_of(info).pinapps.get(Key(key.cluster, key.namespace, name))
+        return PinApp.of(found) if found is not None else None
+
+    @strawberry.field
+    def min_replicas(self) -> int | None:
+        return self._spec.get("minReplicas")
+
+    @strawberry.field
+    def max_replicas(self) -> int | None:
+        return self._spec.get("maxReplicas")
+
+    @strawberry.field
+    def metrics(self) -> list[MetricTarget]:
+        return [
+            MetricTarget(
+                type=m.get("type", ""),
+                target_average_utilization=m.get("targetAverageUtilization"),
+                target_average_value=m.get("targetAverageValue"),
+            )
+            for m in self._spec.get("metrics") or []
+            if isinstance(m, dict)
+        ]
+
+    @strawberry.field
+    def schedules(self) -> list[ScaleSchedule]:
+        return [
+            ScaleSchedule(
+                name=s.get("name", ""),
+                cron=s.get("cron", ""),
+                timezone=s.get("timezone"),
+                min_replicas=s.get("minReplicas"),
+                max_replicas=s.get("maxReplicas"),
+            )
+            for s in self._spec.get("schedules") or []
+            if isinstance(s, dict)
+        ]
+
+    @strawberry.field
+    def current_replicas(self) -> int | None:
+        return self._status.get("currentReplicas")
+
+    @strawberry.field
+    def desired_replicas(self) -> int | None:
+        return self._status.get("desiredReplicas")
+
+    @strawberry.field(description="The scaler's latest decision.")
+    def decision(self) -> ScaleDecision | None:
+        last = self._status.get("lastDecision")
+        if not isinstance(last, dict):
+            return None
+        return ScaleDecision(
+            time=last.get("time"), replicas=last.get("replicas"), reason=last.get("reason")
+        )
+
+    @classmethod
+    def of(cls, stored: StoredObject) -> PinScaler:
+        return cls(
+            stored=stored,
+            cluster=stored.key.cluster,
+            namespace=stored.key.namespace,
+            name=stored.key.name,
+        )

@@ -1,0 +1,416 @@
+"""PinCompute against two emulated clusters (kmock over HTTP, kubernetes-asyncio as in
+production), booted as the only plugin besides the core."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from plugins.pincompute import PinComputePlugin
+from plugins.pincompute.settings import ComputeSettings, Quota
+from sources.catalog.documents import parse_documents
+from sources.catalog.store import apply_batch
+from tests.conftest import AppFactory, Client
+from tests.kube import Cluster, kubeconfig, start_clusters
+
+ORG = """
+apiVersion: backstage.io/v1alpha1
+kind: Group
+metadata: {name: team-a}
+spec: {type: team, members: [alice], children: [team-a-sre]}
+---
+apiVersion: backstage.io/v1alpha1
+kind: Group
+metadata: {name: team-a-sre}
+spec: {type: team, members: [bob]}
+---
+apiVersion: backstage.io/v1alpha1
+kind: Group
+metadata: {name: team-b}
+spec: {type: team, members: [mallory]}
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata: {name: checkout}
+spec: {type: service, lifecycle: production, owner: team-a}
+---
+apiVersion: backstage.io/v1alpha1
+kind: Component
+metadata: {name: search}
+spec: {type: service, lifecycle: production, owner: team-b}
+"""
+
+
+def pinapp(name: str, entity: str, *, replicas: int = 2, namespace: str = "shop") -> dict[str, Any]:
+    return {
+        "apiVersion": "compute.atrium.dev/v1",
+        "kind": "PinApp",
+        "metadata": {
+            "name": name,
+            "namespace": namespace,
+            "annotations": {"atrium.dev/entity-ref": entity},
+        },
+        "spec": {
+            "image": f"registry.example/{name}:1.0",
+            "replicas": replicas,
+            "resources": {"requests": {"cpu": "250m", "memory": "256Mi"}},
+            "env": [
+                {"name": "LOG_LEVEL", "value": "info"},
+                {"name": "DB_PASSWORD", "value": "hunter2"},
+                {"name": "API_KEY", "valueFrom": {"secretKeyRef": {"name": "keys", "key": "api"}}},
+            ],
+        },
+        "status": {
+            "replicas": replicas,
+            "readyReplicas": replicas - 1,
+            "updatedReplicas": replicas,
+        },
+    }
+
+
+async def eventually(check: Callable[[], Awaitable[bool]], within: float = 10.0) -> None:
+    deadline = asyncio.get_running_loop().time() + within
+    while not await check():
+        assert asyncio.get_running_loop().time() < deadline, "condition not reached in time"
+        await asyncio.sleep(0.05)
+
+
+class Env:
+    def __init__(self, client: Client, east: Cluster, west: Cluster) -> None:
+        self.client, self.east, self.west = client, east, west
+
+    async def apps(self, filter_: dict[str, Any] | None = None, **kw: Any) -> dict[str, Any]:
+        query = """query($f: WorkloadFilter) { pinApps(filter: $f, first: 50) {
+            totalCount nodes { id cluster name entityRef replicas } clusterErrors { cluster message } } }"""
+        body = await self.client.gql(query, {"f": filter_}, **kw)
+        return body["data"]["pinApps"]  # type: ignore[no-any-return]
+
+
+@pytest.fixture
+async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
+    async with start_clusters("east", "west") as (east, west):
+        await east.put("pinapps", "shop", pinapp("checkout", "component:default/checkout"))
+        await east.put(
+            "pinscalers",
+            "shop",
+            {
+                "apiVersion": "compute.atrium.dev/v1",
+                "kind": "PinScaler",
+                "metadata": {"name": "checkout", "namespace": "shop"},
+                "spec": {"targetRef": {"name": "checkout"}, "minReplicas": 2, "maxReplicas": 6},
+                "status": {
+                    "currentReplicas": 2,
+                    "desiredReplicas": 3,
+                    "lastDecision": {"replicas": 3, "reason": "cpu above target"},
+                },
+            },
+        )
+        await west.put("pinapps", "shop", pinapp("checkout-west", "component:checkout", replicas=1))
+        await west.put(
+            "pinapps", "search", pinapp("search", "component:default/search", namespace="search")
+        )
+        path = tmp_path / "kubeconfig"
+        path.write_text(yaml.safe_dump(kubeconfig(east, west)))
+        settings = ComputeSettings(
+            kubeconfig=str(path),
+            compute_watch_timeout=2,
+            compute_request_timeout=1.0,
+            compute_quotas={"group:default/team-a": Quota(replicas=10, cpu="4", memory="8Gi")},
+        )
+        client: Client = await make_client(plugins=[PinComputePlugin(settings)])
+        assert not (await apply_batch(client.services.db, parse_documents(ORG, "org.yaml"))).errors
+        environment = Env(client, east, west)
+
+        async def synced() -> bool:
+            clusters = (await client.gql("{ clusters { name synced healthy } }"))["data"][
+                "clusters"
+            ]
+            return all(c["synced"] and c["healthy"] for c in clusters) and len(clusters) == 2
+
+        await eventually(synced)
+        yield environment
+
+
+async def test_workloads_of_a_team_across_clusters(env: Env) -> None:
+    team = await env.apps({"owner": "group:team-a"})
+    assert sorted(n["id"] for n in team["nodes"]) == [
+        "east/shop/checkout",
+        "west/shop/checkout-west",
+    ]
+    assert team["totalCount"] == 2 and team["clusterErrors"] == []
+    # bob is in team-a-sre, nested in team-a: he owns them too.
+    assert (await env.apps({"owner": "user:bob"}))["totalCount"] == 2
+    assert (await env.apps({"owner": "user:mallory"}))["totalCount"] == 1
+    assert (await env.apps({"namespace": ["search"]}))["nodes"][0]["name"] == "search"
+    assert (await env.apps({"cluster": ["west"]}))["totalCount"] == 2
+    assert (await env.apps({"search": "west"}))["totalCount"] == 1
+
+
+async def test_a_workload_page_and_the_component_side(env: Env) -> None:
+    query = """{ pinApp(cluster: "east", namespace: "shop", name: "checkout") {
+        image replicas readyReplicas desiredReplicas rolloutProgress entity { ref }
+        env { name value source }
+        scaler { minReplicas maxReplicas desiredReplicas decision { replicas reason } target { name } } }
+      entity(ref: "component:checkout") { ... on Component { workloads { id } } } }"""
+    body = (await env.client.gql(query))["data"]
+    app = body["pinApp"]
+    assert app["entity"] == {"ref": "component:default/checkout"}
+    assert (app["readyReplicas"], app["desiredReplicas"], app["rolloutProgress"]) == (1, 2, 1.0)
+    assert app["env"] == [
+        {"name": "LOG_LEVEL", "value": "info", "source": "value"},
+        {"name": "DB_PASSWORD", "value": None, "source": "hidden"},
+        {"name": "API_KEY", "value": None, "source": "secret:keys/api"},
+    ]
+    assert app["scaler"]["maxReplicas"] == 6 and app["scaler"]["target"] == {"name": "checkout"}
+    assert app["scaler"]["decision"] == {"replicas": 3, "reason": "cpu above target"}
+    assert [w["id"] for w in body["entity"]["workloads"]] == [
+        "east/shop/checkout",
+        "west/shop/checkout-west",
+    ]
+
+
+async def test_watch_events_reach_the_store(env: Env) -> None:
+    await env.east.put("pinapps", "shop", pinapp("cart", "component:checkout"))
+    await eventually(lambda: _has(env, "east/shop/cart"))
+    await env.east.modify("pinapps", "shop", "cart", {"spec": {"replicas": 5}})
+
+    async def five() -> bool:
+        apps = await env.apps({"search": "cart"})
+        return bool(apps["nodes"]) and apps["nodes"][0]["replicas"] == 5
+
+    await eventually(five)
+    await env.east.delete("pinapps", "shop", "cart")
+    await eventually(lambda: _gone(env, "east/shop/cart"))
+
+
+async def _has(env: Env, workload_id: str) -> bool:
+    return workload_id in [n["id"] for n in (await env.apps())["nodes"]]
+
+
+async def _gone(env: Env, workload_id: str) -> bool:
+    return not await _has(env, workload_id)
+
+
+async def test_410_gone_relists_and_sees_deletions_made_in_the_gap(env: Env) -> None:
+    await env.east.put("pinapps", "shop", pinapp("temp", "component:checkout"))
+    await eventually(lambda: _has(env, "east/shop/temp"))
+    lists_before = await env.client.gql("{ clusters { name } }")
+    assert lists_before
+    await env.east.go_dark()  # the informer's watch hears nothing from here
+    await env.east.delete("pinapps", "shop", "temp")  # a deletion its watch never delivers
+    env.east.fail_next_watch_with_gone("pinapps")  # its version will be too old when it comes back
+    await env.east.resume()
+    await eventually(lambda: _gone(env, "east/shop/temp"), within=15)
+    watches = [r for r in env.east.requests if r.is_watch and r.path.endswith("/pinapps")]
+    # Go parses "True" as true: kubernetes-asyncio writes Python booleans.
+    assert watches and all(
+        r.query["allowWatchBookmarks"].lower() == "true" and r.query["timeoutSeconds"] == "2"
+        for r in watches
+    )
+    lists = [
+        r
+        for r in env.east.requests
+        if not r.is_watch and r.method == "GET" and r.path.endswith("/pinapps")
+    ]
+    assert len(lists) >= 2, "a 410 makes the informer list again"
+    assert all(r.query.get("limit") == "500" for r in lists)
+
+
+async def test_a_cluster_that_stops_answering_leaves_the_other_serving(env: Env) -> None:
+    await env.west.go_dark()
+
+    async def west_failing() -> bool:
+        return bool((await env.apps())["clusterErrors"])
+
+    await eventually(west_failing, within=15)
+    result = await env.apps({"owner": "group:team-a"})
+    assert [e["cluster"] for e in result["clusterErrors"]] == ["west"]
+    # East answers, and west's last known state is still shown.
+    assert "east/shop/checkout" in [n["id"] for n in result["nodes"]]
+    await env.east.put("pinapps", "shop", pinapp("fresh", "component:checkout"))
+    await eventually(lambda: _has(env, "east/shop/fresh"))
+    metrics = (await env.client.get("/metrics")).text
+    assert 'atrium_compute_cluster_healthy{cluster="west"} 0.0' in metrics
+    assert 'atrium_compute_cluster_healthy{cluster="east"} 1.0' in metrics
+
+
+SCALE = """mutation($c: String!, $n: String!, $r: Int, $max: Int) {
+  scaleWorkload(cluster: $c, namespace: "shop", name: $n, replicas: $r, maxReplicas: $max) { id replicas } }"""
+
+
+async def test_a_non_owner_cannot_scale_and_the_owner_can_both_audited(env: Env) -> None:
+    denied = await env.client.gql(
+        SCALE, {"c": "west", "n": "checkout-west", "r": 3}, user="mallory", expect_errors=True
+    )
+    assert denied["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    assert env.west.get("pinapps", "shop", "checkout-west")["spec"]["replicas"] == 1
+
+    allowed = await env.client.gql(SCALE, {"c": "west", "n": "checkout-west", "r": 3}, user="bob")
+    assert allowed["data"]["scaleWorkload"]["replicas"] == 3
+    assert env.west.get("pinapps", "shop", "checkout-west")["spec"]["replicas"] == 3
+    [patch] = [r for r in env.west.requests if r.method == "PATCH"]
+    assert patch.content_type == "application/merge-patch+json"
+    assert patch.json() == {"spec": {"replicas": 3}}
+
+    rows = await env.client.services.db.fetch(
+        "select actor, action, target_ref, outcome, before, after from audit_log order by id"
+    )
+    assert [(r["actor"], r["outcome"]) for r in rows] == [
+        ("user:default/mallory", "denied"),
+        ("user:default/bob", "allowed"),
+    ]
+    assert (
+        rows[1]["action"] == "pincompute.scale"
+        and rows[1]["target_ref"] == "pinapp:west/shop/checkout-west"
+    )
+    assert (rows[1]["before"]["spec"]["replicas"], rows[1]["after"]["spec"]["replicas"]) == (1, 3)
+
+
+async def test_scaling_a_scaled_app_moves_its_scaler_bounds_within_quota(env: Env) -> None:
+    ok = await env.client.gql(
+        SCALE, {"c": "east", "n": "checkout", "r": None, "max": 8}, user="alice"
+    )
+    assert "errors" not in ok
+    assert env.east.get("pinscalers", "shop", "checkout")["spec"]["maxReplicas"] == 8
+    over = await env.client.gql(
+        SCALE,
+        {"c": "east", "n": "checkout", "r": None, "max": 40},
+        user="alice",
+        expect_errors=True,
+    )
+    assert over["errors"][0]["extensions"]["code"] == "QUOTA_EXCEEDED"
+    assert (
+        "replicas: 41 would exceed group:default/team-a's quota of 10"
+        in over["errors"][0]["message"]
+    )
+    assert env.east.get("pinscalers", "shop", "checkout")["spec"]["maxReplicas"] == 8
+
+
+async def test_restart_and_set_image(env: Env) -> None:
+    restart = (
+        'mutation { restartWorkload(cluster: "east", namespace: "shop", name: "checkout") { id } }'
+    )
+    assert "errors" not in await env.client.gql(restart, user="alice")
+    annotations = env.east.get("pinapps", "shop", "checkout")["spec"]["template"]["annotations"]
+    assert "atrium.dev/restartedAt" in annotations
+    image = 'mutation($i: String!) { setWorkloadImage(cluster: "east", namespace: "shop", name: "checkout", image: $i) { image } }'
+    done = await env.client.gql(image, {"i": "registry.example/checkout:2.0"}, user="alice")
+    assert done["data"]["setWorkloadImage"]["image"] == "registry.example/checkout:2.0"
+    bad = await env.client.gql(image, {"i": "Not An Image!"}, user="alice", expect_errors=True)
+    assert "spec.image" in bad["errors"][0]["message"]
+    assert bad["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+APPLY = "mutation($c: String!, $m: String!) { applyWorkloadManifest(cluster: $c, manifest: $m) { created pinApp { id replicas } } }"
+
+
+async def test_apply_validates_checks_quota_then_creates_or_patches(env: Env) -> None:
+    manifest = yaml.safe_dump(pinapp("payments", "component:checkout", replicas=2) | {"status": {}})
+    created = await env.client.gql(APPLY, {"c": "east", "m": manifest}, user="alice")
+    assert created["data"]["applyWorkloadManifest"] == {
+        "created": True,
+        "pinApp": {"id": "east/shop/payments", "replicas": 2},
+    }
+    assert env.east.get("pinapps", "shop", "payments") is not None
+
+    patched = await env.client.gql(
+        APPLY, {"c": "east", "m": manifest.replace("replicas: 2", "replicas: 3")}, user="alice"
+    )
+    assert patched["data"]["applyWorkloadManifest"]["created"] is False
+    assert env.east.get("pinapps", "shop", "payments")["spec"]["replicas"] == 3
+
+    invalid = manifest.replace("replicas: 2", "replicas: -4").replace(
+        "image: registry", "imagee: registry"
+    )
+    refused = await env.client.gql(
+        APPLY, {"c": "east", "m": invalid}, user="alice", expect_errors=True
+    )
+    message = refused["errors"][0]["message"]
+    assert (
+        "spec: 'image' is a required property" in message
+        and "spec.replicas: -4 is less than the minimum of 0" in message
+    )
+
+    greedy = manifest.replace("replicas: 2", "replicas: 9")
+    over = await env.client.gql(APPLY, {"c": "east", "m": greedy}, user="alice", expect_errors=True)
+    assert over["errors"][0]["extensions"]["code"] == "QUOTA_EXCEEDED"
+
+    stranger = await env.client.gql(
+        APPLY, {"c": "east", "m": manifest}, user="mallory", expect_errors=True
+    )
+    assert stranger["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+    # Moving a workload to another team's entity needs that team's consent too.
+    hijack = manifest.replace("component:checkout", "component:search")
+    moved = await env.client.gql(
+        APPLY, {"c": "east", "m": hijack}, user="alice", expect_errors=True
+    )
+    assert moved["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+
+
+async def test_pods_events_and_logs(env: Env) -> None:
+    await env.east.put(
+        "pods",
+        "shop",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "checkout-abc",
+                "namespace": "shop",
+                "labels": {"atrium.dev/pinapp": "checkout"},
+            },
+            "spec": {"containers": [{"name": "app", "image": "x"}], "nodeName": "node-1"},
+            "status": {
+                "phase": "Running",
+                "containerStatuses": [
+                    {
+                        "name": "app",
+                        "ready": True,
+                        "restartCount": 2,
+                        "image": "x",
+                        "imageID": "x",
+                        "started": True,
+                    }
+                ],
+            },
+        },
+    )
+    await env.east.put(
+        "pods",
+        "shop",
+        {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": "other-xyz",
+                "namespace": "shop",
+                "labels": {"atrium.dev/pinapp": "other"},
+            },
+            "spec": {"containers": [{"name": "app", "image": "x"}]},
+            "status": {"phase": "Pending"},
+        },
+    )
+    env.east.pod_log("shop", "checkout-abc", '{"level": "info", "msg": "started"}\nready\n')
+    query = """{ pinApp(cluster: "east", namespace: "shop", name: "checkout") { pods { name phase ready restarts node containers } }
+      podLogs(cluster: "east", namespace: "shop", pod: "checkout-abc", tailLines: 10) { text } }"""
+    body = (await env.client.gql(query))["data"]
+    assert body["pinApp"]["pods"] == [
+        {
+            "name": "checkout-abc",
+            "phase": "Running",
+            "ready": True,
+            "restarts": 2,
+            "node": "node-1",
+            "containers": ["app"],
+        }
+    ]
+    assert body["podLogs"]["text"] == '{"level": "info", "msg": "started"}\nready\n'
+    pod_lists = [r for r in env.east.requests if r.path.endswith("/pods") and r.method == "GET"]
+    assert pod_lists and pod_lists[0].query.get("labelSelector") == "atrium.dev/pinapp"
+    log_reads = [r for r in env.east.requests if r.path.endswith("/log")]
+    assert log_reads[0].query.get("tailLines") == "10"

@@ -296,8 +296,9 @@ def subscriptions(services: Services) -> Any:
     from strawberry.asgi import GraphQL
     from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
 
-    class SubscriptionView(GraphQL):  # type: ignore[type-arg]
-        async def get_context(self, request: Any, response: Any = None) -> Context:
+    class SubscriptionView(GraphQL):
+        # Strawberry types the context as None by default; ours is the Context dataclass.
+        async def get_context(self, request: Any, response: Any = None) -> Context:  # type: ignore[override]
             return await services.context(request)
 
     assert services.assembly.schema is not None

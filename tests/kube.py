@@ -97,7 +97,9 @@ class SentRequest:
 
     method: str
     path: str
-    query: Mapping[str, str]  # the first value of each parameter, as sent (`watch=True` stays "True")
+    query: Mapping[
+        str, str
+    ]  # the first value of each parameter, as sent (`watch=True` stays "True")
     headers: CIMultiDictProxy[str]  # case-insensitive, as HTTP headers are
     body: bytes
 
@@ -229,7 +231,11 @@ class _BridgedEmulator(kmock.KubernetesEmulator):
         plural = request.resource.plural or ""
         seconds = request.params.get("timeoutSeconds")
         # As the API server does: no (or a zero) timeoutSeconds means no timeout (here: none at all).
-        deadline = asyncio.get_running_loop().time() + float(seconds) if seconds and float(seconds) > 0 else None
+        deadline = (
+            asyncio.get_running_loop().time() + float(seconds)
+            if seconds and float(seconds) > 0
+            else None
+        )
 
         # Send the headers now: kubernetes-asyncio waits for them before it reads any event.
         yield b""
@@ -388,14 +394,18 @@ class _Relay:
         await self.stop_listening()
         await self.drop_connections()
 
-    async def _relay(self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter) -> None:
+    async def _relay(
+        self, client_reader: asyncio.StreamReader, client_writer: asyncio.StreamWriter
+    ) -> None:
         task = asyncio.current_task()
         assert task is not None
         self._connections.add(task)
         upstream_writer: asyncio.StreamWriter | None = None
         try:
             await self._flowing.wait()
-            upstream_reader, upstream_writer = await asyncio.open_connection("127.0.0.1", self._upstream_port)
+            upstream_reader, upstream_writer = await asyncio.open_connection(
+                "127.0.0.1", self._upstream_port
+            )
             pumps = [
                 asyncio.create_task(self._pump(client_reader, upstream_writer)),
                 asyncio.create_task(self._pump(upstream_reader, client_writer)),
@@ -508,7 +518,9 @@ class Cluster:
             return None
         return copy.deepcopy(self.emulator.objects[key].raw)
 
-    async def put(self, plural: str, namespace: str | None, obj: Mapping[str, Any]) -> dict[str, Any]:
+    async def put(
+        self, plural: str, namespace: str | None, obj: Mapping[str, Any]
+    ) -> dict[str, Any]:
         """Create the object (an ADDED event), or replace it if it exists (a MODIFIED event).
 
         apiVersion, kind and metadata.namespace are filled in when missing. A replacement keeps
@@ -583,9 +595,13 @@ class Cluster:
         shot = next(shot for shot in self._gone_shots if shot.matches(request, as_http_status))
         self._gone_shots.remove(shot)
         version = request.params.get("resourceVersion", "")
-        return _status(410, "Expired", f"too old resource version: {version} (scripted by the test)")
+        return _status(
+            410, "Expired", f"too old resource version: {version} (scripted by the test)"
+        )
 
-    def pod_log(self, namespace: str, pod: str, text: str = "", *, finished: bool = False) -> PodLog:
+    def pod_log(
+        self, namespace: str, pod: str, text: str = "", *, finished: bool = False
+    ) -> PodLog:
         """Script the log of a pod (pods/log), replacing any earlier one; write to it later."""
         log = PodLog(text, finished=finished)
         self._logs[namespace, pod] = log
@@ -631,9 +647,11 @@ class Cluster:
             await self._relay.listen()
 
 
-def _script_reactions(emulator: _BridgedEmulator, cluster: Cluster, resources: Iterable[Resource]) -> None:
+def _script_reactions(
+    emulator: _BridgedEmulator, cluster: Cluster, resources: Iterable[Resource]
+) -> None:
     """The harness's kmock reactions: what kmock answers differently from a real API server."""
-    harness = emulator ** _HARNESS_PRIORITY
+    harness = emulator**_HARNESS_PRIORITY
     # kubernetes-asyncio reads a created object only from a 201; kmock answers 200.
     harness[kmock.action.CREATE] << 201 << emulator._serve_create
     # Scripted 410s. Two reactions, not one: a kmock reaction that answers with a Response from a
@@ -641,8 +659,10 @@ def _script_reactions(emulator: _BridgedEmulator, cluster: Cluster, resources: I
     harness[kmock.action.WATCH, cluster._gone_due(as_http_status=False)] << (
         lambda request: ({"type": "ERROR", "object": cluster._take_gone_shot(request, False)},)
     )
-    harness[kmock.action.WATCH, cluster._gone_due(as_http_status=True)] << 410 << (
-        lambda request: cluster._take_gone_shot(request, True)
+    (
+        harness[kmock.action.WATCH, cluster._gone_due(as_http_status=True)]
+        << 410
+        << (lambda request: cluster._take_gone_shot(request, True))
     )
     # pods/log: kmock would answer a subresource with the pod itself.
     if PODS.plural in {resource.plural for resource in resources}:
@@ -651,7 +671,9 @@ def _script_reactions(emulator: _BridgedEmulator, cluster: Cluster, resources: I
 
 
 @contextlib.asynccontextmanager
-async def start_cluster(name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES) -> AsyncIterator[Cluster]:
+async def start_cluster(
+    name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES
+) -> AsyncIterator[Cluster]:
     """Run one emulated cluster on 127.0.0.1 (free ports) for the duration of the block."""
     resources = tuple(resources)
     async with contextlib.AsyncExitStack() as stack:
@@ -671,7 +693,9 @@ async def start_cluster(name: str, *, resources: Iterable[Resource] = DEFAULT_RE
         await server.start_server()
         stack.push_async_callback(server.close)
         # Harness writes go to the emulator's own port, not through the relay: they work while dark.
-        session = aiohttp.ClientSession(base_url=str(server.make_url("/")), headers={_HARNESS_HEADER: "1"})
+        session = aiohttp.ClientSession(
+            base_url=str(server.make_url("/")), headers={_HARNESS_HEADER: "1"}
+        )
         stack.push_async_callback(session.close)
 
         relay = _Relay(upstream_port=server.port or 0)
@@ -692,10 +716,17 @@ async def start_cluster(name: str, *, resources: Iterable[Resource] = DEFAULT_RE
 
 
 @contextlib.asynccontextmanager
-async def start_clusters(*names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES) -> AsyncIterator[tuple[Cluster, ...]]:
+async def start_clusters(
+    *names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES
+) -> AsyncIterator[tuple[Cluster, ...]]:
     """Several clusters at once, stopped together (in reverse order) at the end of the block."""
     async with contextlib.AsyncExitStack() as stack:
-        yield tuple([await stack.enter_async_context(start_cluster(name, resources=resources)) for name in names])
+        yield tuple(
+            [
+                await stack.enter_async_context(start_cluster(name, resources=resources))
+                for name in names
+            ]
+        )
 
 
 def kubeconfig(*clusters: Cluster, current: str | None = None) -> dict[str, Any]:
@@ -721,6 +752,8 @@ async def api_clients(config: Mapping[str, Any]) -> AsyncIterator[dict[str, ApiC
     async with contextlib.AsyncExitStack() as stack:
         clients: dict[str, ApiClient] = {}
         for context in config["contexts"]:
-            client = await kube_config.new_client_from_config_dict(dict(config), context=context["name"])
+            client = await kube_config.new_client_from_config_dict(
+                dict(config), context=context["name"]
+            )
             clients[context["name"]] = await stack.enter_async_context(client)
         yield clients

@@ -58,7 +58,9 @@ async def timed(awaitable: Awaitable[T]) -> tuple[float, T | BaseException]:
     return time.monotonic() - started, result
 
 
-async def test_kubeconfig_names_every_cluster_as_a_context(clusters: tuple[Cluster, Cluster]) -> None:
+async def test_kubeconfig_names_every_cluster_as_a_context(
+    clusters: tuple[Cluster, Cluster],
+) -> None:
     east, west = clusters
     config = kubeconfig(east, west)
 
@@ -67,17 +69,26 @@ async def test_kubeconfig_names_every_cluster_as_a_context(clusters: tuple[Clust
     servers = {c["name"]: c["cluster"]["server"] for c in config["clusters"]}
     assert servers == {"east": east.url, "west": west.url}
     assert east.url.startswith("http://127.0.0.1:") and east.url != west.url
-    assert {u["name"]: u["user"]["token"] for u in config["users"]} == {"east": "token-east", "west": "token-west"}
+    assert {u["name"]: u["user"]["token"] for u in config["users"]} == {
+        "east": "token-east",
+        "west": "token-west",
+    }
 
 
-async def test_each_context_lists_its_own_cluster(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_each_context_lists_its_own_cluster(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, west = clusters
     await east.put("pinapps", NS, pinapp("a", image="nginx"))
     await east.put("pinapps", NS, pinapp("b"))
     await west.put("pinapps", NS, pinapp("c"))
 
-    east_list = await custom(apis, "east").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps")
-    west_list = await custom(apis, "west").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps")
+    east_list = await custom(apis, "east").list_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps"
+    )
+    west_list = await custom(apis, "west").list_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps"
+    )
 
     assert sorted(item["metadata"]["name"] for item in east_list["items"]) == ["a", "b"]
     assert [item["metadata"]["name"] for item in west_list["items"]] == ["c"]
@@ -92,33 +103,47 @@ async def test_each_context_lists_its_own_cluster(clusters: tuple[Cluster, Clust
     assert west.requests[0].headers["Authorization"] == "Bearer token-west"
 
 
-async def test_a_large_list_crosses_the_relay_intact(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_a_large_list_crosses_the_relay_intact(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     """Hundreds of kilobytes: more than the relay's socket buffers hold at once."""
     east, _ = clusters
     for index in range(100):
         await east.put("pinapps", NS, pinapp(f"app-{index:03}", blob=f"{index:03}" * 2000))
 
-    listing = await custom(apis, "east").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps")
+    listing = await custom(apis, "east").list_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps"
+    )
 
-    assert sorted(item["metadata"]["name"] for item in listing["items"]) == [f"app-{index:03}" for index in range(100)]
-    assert all(item["spec"]["blob"] == item["metadata"]["name"][-3:] * 2000 for item in listing["items"])
+    assert sorted(item["metadata"]["name"] for item in listing["items"]) == [
+        f"app-{index:03}" for index in range(100)
+    ]
+    assert all(
+        item["spec"]["blob"] == item["metadata"]["name"][-3:] * 2000 for item in listing["items"]
+    )
 
 
-async def test_put_replaces_an_existing_object_and_keeps_server_metadata(clusters: tuple[Cluster, Cluster]) -> None:
+async def test_put_replaces_an_existing_object_and_keeps_server_metadata(
+    clusters: tuple[Cluster, Cluster],
+) -> None:
     east, _ = clusters
     created = await east.put("pinapps", NS, pinapp("a", image="nginx", replicas=1))
     replaced = await east.put("pinapps", NS, pinapp("a", image="httpd"))
 
     assert replaced["spec"] == {"image": "httpd"}  # replicas removed, not merged
     assert replaced["metadata"]["uid"] == created["metadata"]["uid"]
-    assert int(replaced["metadata"]["resourceVersion"]) > int(created["metadata"]["resourceVersion"])
+    assert int(replaced["metadata"]["resourceVersion"]) > int(
+        created["metadata"]["resourceVersion"]
+    )
     assert east.objects("pinapps") == [replaced]
     assert east.get("pinapps", NS, "a") == replaced
     await east.delete("pinapps", NS, "a")
     assert east.objects("pinapps") == [] and east.get("pinapps", NS, "a") is None
 
 
-async def test_watch_sees_what_changes_while_it_is_open(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_watch_sees_what_changes_while_it_is_open(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     await east.put("pinapps", NS, pinapp("a", replicas=1))
     api = custom(apis, "east")
@@ -129,9 +154,14 @@ async def test_watch_sees_what_changes_while_it_is_open(clusters: tuple[Cluster,
     async def consume() -> None:
         async with watcher:
             async for event in watcher.stream(
-                api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps",
+                api.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                NS,
+                "pinapps",
                 resource_version=listing["metadata"]["resourceVersion"],
-                allow_watch_bookmarks=True, timeout_seconds=30,
+                allow_watch_bookmarks=True,
+                timeout_seconds=30,
             ):
                 obj = event["raw_object"]
                 await events.put((event["type"], obj["metadata"]["name"], obj.get("spec")))
@@ -164,7 +194,9 @@ async def test_watch_sees_what_changes_while_it_is_open(clusters: tuple[Cluster,
     assert sent.query["timeoutSeconds"] == "30"
 
 
-async def test_watch_ends_when_its_timeout_seconds_pass(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_watch_ends_when_its_timeout_seconds_pass(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     await east.put("pinapps", NS, pinapp("a"))
     api = custom(apis, "east")
@@ -172,7 +204,9 @@ async def test_watch_ends_when_its_timeout_seconds_pass(clusters: tuple[Cluster,
     async with watch.Watch() as watcher:
         seen = [
             event["type"]
-            async for event in watcher.stream(api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps", timeout_seconds=1)
+            async for event in watcher.stream(
+                api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps", timeout_seconds=1
+            )
         ]
     assert seen == ["ADDED"]
     assert 0.9 < time.monotonic() - started < 3
@@ -190,8 +224,13 @@ async def test_scripted_gone_fails_the_next_watch_once(
     async def first_event(api: client.CustomObjectsApi) -> str:
         async with watch.Watch() as watcher:
             async for event in watcher.stream(
-                api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps",
-                resource_version="1", timeout_seconds=5,
+                api.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                NS,
+                "pinapps",
+                resource_version="1",
+                timeout_seconds=5,
             ):
                 return str(event["raw_object"]["metadata"]["name"])
         raise AssertionError("the watch ended without an event")
@@ -213,7 +252,9 @@ async def test_without_timeout_seconds_the_client_retries_one_gone_by_itself(
 
     async def first_event() -> str:
         async with watch.Watch() as watcher:
-            async for event in watcher.stream(api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps"):
+            async for event in watcher.stream(
+                api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps"
+            ):
                 return str(event["type"])
         raise AssertionError("the watch ended without an event")
 
@@ -228,11 +269,15 @@ async def test_without_timeout_seconds_the_client_retries_one_gone_by_itself(
     assert gone.value.status == 410
 
 
-async def test_create_returns_the_created_object(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_create_returns_the_created_object(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     body = {"apiVersion": f"{GROUP}/{VERSION}", "kind": "PinApp", **pinapp("a", image="nginx")}
 
-    created = await custom(apis, "east").create_namespaced_custom_object(GROUP, VERSION, NS, "pinapps", body)
+    created = await custom(apis, "east").create_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps", body
+    )
 
     assert created is not None, "kubernetes-asyncio reads a create's body only from a 201"
     assert created["spec"] == {"image": "nginx"}
@@ -242,7 +287,9 @@ async def test_create_returns_the_created_object(clusters: tuple[Cluster, Cluste
     assert (sent.method, sent.content_type, sent.json()) == ("POST", "application/json", body)
 
 
-async def test_merge_patch_is_sent_as_merge_patch_and_applied(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_merge_patch_is_sent_as_merge_patch_and_applied(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     await east.put("pinapps", NS, pinapp("a", image="nginx", replicas=1))
     api = custom(apis, "east")
@@ -254,20 +301,34 @@ async def test_merge_patch_is_sent_as_merge_patch_and_applied(clusters: tuple[Cl
     assert patched["spec"] == {"image": "nginx", "replicas": 3}
     assert east.get("pinapps", NS, "a")["spec"] == {"image": "nginx", "replicas": 3}
     [sent] = east.requests
-    assert (sent.method, sent.path) == ("PATCH", f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/pinapps/a")
+    assert (sent.method, sent.path) == (
+        "PATCH",
+        f"/apis/{GROUP}/{VERSION}/namespaces/{NS}/pinapps/a",
+    )
     assert sent.content_type == MERGE_PATCH
     assert sent.json() == {"spec": {"replicas": 3}}
 
     # Why the Content-Type must be asserted: left to itself, kubernetes-asyncio labels a dict
     # body as a JSON patch, which a real API server rejects and the emulator applies anyway.
-    await api.patch_namespaced_custom_object(GROUP, VERSION, NS, "pinapps", "a", {"spec": {"replicas": 4}})
+    await api.patch_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps", "a", {"spec": {"replicas": 4}}
+    )
     assert east.requests[-1].content_type == "application/json-patch+json"
     assert east.get("pinapps", NS, "a")["spec"]["replicas"] == 4
 
 
-async def test_pods_list_and_their_canned_logs(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_pods_list_and_their_canned_logs(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
-    await east.put("pods", NS, {"metadata": {"name": "web-0", "labels": {"app": "web"}}, "spec": {"containers": [{"name": "web", "image": "nginx"}]}})
+    await east.put(
+        "pods",
+        NS,
+        {
+            "metadata": {"name": "web-0", "labels": {"app": "web"}},
+            "spec": {"containers": [{"name": "web", "image": "nginx"}]},
+        },
+    )
     east.pod_log(NS, "web-0", "starting\nready\n")
     core = client.CoreV1Api(apis["east"])
 
@@ -286,7 +347,9 @@ async def test_pods_list_and_their_canned_logs(clusters: tuple[Cluster, Cluster]
     assert missing.value.status == 404
 
 
-async def test_json_log_lines_come_back_raw_only_without_preloading(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_json_log_lines_come_back_raw_only_without_preloading(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     """kubernetes-asyncio json-decodes a log that parses as JSON, then str()s it as Python."""
     east, _ = clusters
     east.pod_log(NS, "api-0", '{"level": "info"}\n')
@@ -298,7 +361,9 @@ async def test_json_log_lines_come_back_raw_only_without_preloading(clusters: tu
         assert await response.read() == b'{"level": "info"}\n'
 
 
-async def test_followed_log_streams_lines_as_they_are_written(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_followed_log_streams_lines_as_they_are_written(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     log = east.pod_log(NS, "web-0", "first\n")
     core = client.CoreV1Api(apis["east"])
@@ -307,7 +372,9 @@ async def test_followed_log_streams_lines_as_they_are_written(clusters: tuple[Cl
     async def follow() -> None:
         # Watch picks `follow=True` for read_namespaced_pod_log and yields raw lines.
         async with watch.Watch() as watcher:
-            async for line in watcher.stream(core.read_namespaced_pod_log, "web-0", NS, _request_timeout=(1, 5)):
+            async for line in watcher.stream(
+                core.read_namespaced_pod_log, "web-0", NS, _request_timeout=(1, 5)
+            ):
                 await lines.put(line)
         await lines.put(None)
 
@@ -325,28 +392,40 @@ async def test_followed_log_streams_lines_as_they_are_written(clusters: tuple[Cl
     assert sent.query == {"follow": "True"}
 
 
-async def test_a_dark_cluster_times_out_while_the_other_answers(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_a_dark_cluster_times_out_while_the_other_answers(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, west = clusters
     await east.put("pinapps", NS, pinapp("a"))
     await east.go_dark()
 
     def listing(name: str) -> Awaitable[Any]:
-        return custom(apis, name).list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps", _request_timeout=(1, 2))
+        return custom(apis, name).list_namespaced_custom_object(
+            GROUP, VERSION, NS, "pinapps", _request_timeout=(1, 2)
+        )
 
-    (east_took, east_result), (west_took, west_result) = await asyncio.gather(timed(listing("east")), timed(listing("west")))
+    (east_took, east_result), (west_took, west_result) = await asyncio.gather(
+        timed(listing("east")), timed(listing("west"))
+    )
 
-    assert isinstance(east_result, asyncio.TimeoutError)  # aiohttp's ServerTimeoutError: the read timeout
+    assert isinstance(
+        east_result, asyncio.TimeoutError
+    )  # aiohttp's ServerTimeoutError: the read timeout
     assert 1.9 < east_took < 3.5
     assert isinstance(west_result, dict) and west_took < 1
     assert len(west.requests) == 1
 
     await east.resume()
     took, result = await timed(listing("east"))
-    assert isinstance(result, dict) and [item["metadata"]["name"] for item in result["items"]] == ["a"]
+    assert isinstance(result, dict) and [item["metadata"]["name"] for item in result["items"]] == [
+        "a"
+    ]
     assert took < 1
 
 
-async def test_a_dark_cluster_freezes_an_open_watch(clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]) -> None:
+async def test_a_dark_cluster_freezes_an_open_watch(
+    clusters: tuple[Cluster, Cluster], apis: dict[str, ApiClient]
+) -> None:
     east, _ = clusters
     await east.put("pinapps", NS, pinapp("a"))
     api = custom(apis, "east")
@@ -355,13 +434,20 @@ async def test_a_dark_cluster_freezes_an_open_watch(clusters: tuple[Cluster, Clu
     async def consume() -> None:
         async with watch.Watch() as watcher:
             async for event in watcher.stream(
-                api.list_namespaced_custom_object, GROUP, VERSION, NS, "pinapps",
-                timeout_seconds=30, _request_timeout=(1, 1),
+                api.list_namespaced_custom_object,
+                GROUP,
+                VERSION,
+                NS,
+                "pinapps",
+                timeout_seconds=30,
+                _request_timeout=(1, 1),
             ):
                 seen.append(event["raw_object"]["metadata"]["name"])
                 if len(seen) == 1:
                     await east.go_dark()
-                    await east.put("pinapps", NS, pinapp("b"))  # the harness still reaches the emulator
+                    await east.put(
+                        "pinapps", NS, pinapp("b")
+                    )  # the harness still reaches the emulator
 
     took, result = await timed(consume())
 
@@ -379,12 +465,20 @@ async def test_a_stopped_cluster_refuses_at_once_and_resumes_on_the_same_url(
     url = east.url
     await east.stop()
 
-    took, result = await timed(custom(apis, "east").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps", _request_timeout=(1, 2)))
+    took, result = await timed(
+        custom(apis, "east").list_namespaced_custom_object(
+            GROUP, VERSION, NS, "pinapps", _request_timeout=(1, 2)
+        )
+    )
     assert isinstance(result, aiohttp.ClientConnectorError) and took < 1
-    assert (await custom(apis, "west").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps"))["items"] == []
+    assert (
+        await custom(apis, "west").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps")
+    )["items"] == []
     assert len(west.requests) == 1
 
     await east.resume()
     assert east.url == url
-    listing = await custom(apis, "east").list_namespaced_custom_object(GROUP, VERSION, NS, "pinapps")
+    listing = await custom(apis, "east").list_namespaced_custom_object(
+        GROUP, VERSION, NS, "pinapps"
+    )
     assert [item["metadata"]["name"] for item in listing["items"]] == ["a"]

@@ -414,3 +414,58 @@ async def test_pods_events_and_logs(env: Env) -> None:
     assert pod_lists and pod_lists[0].query.get("labelSelector") == "atrium.dev/pinapp"
     log_reads = [r for r in env.east.requests if r.path.endswith("/log")]
     assert log_reads[0].query.get("tailLines") == "10"
+
+
+async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:
+    """A subscription through a real server: uvicorn, a websocket, graphql-transport-ws."""
+    import socket
+
+    import aiohttp
+    import uvicorn
+
+    log = env.east.pod_log("shop", "checkout-abc", "first\n")
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(
+        uvicorn.Config(env.client.app, host="127.0.0.1", port=port, lifespan="off", log_config=None)
+    )
+    serving = asyncio.create_task(server.serve())
+    try:
+        await eventually(lambda: asyncio.sleep(0, server.started))
+        async with (
+            aiohttp.ClientSession() as session,
+            session.ws_connect(
+                f"ws://127.0.0.1:{port}/graphql",
+                protocols=["graphql-transport-ws"],
+                headers={"X-Forwarded-User": "alice"},
+            ) as ws,
+        ):
+            await ws.send_json({"type": "connection_init"})
+            assert (await ws.receive_json(timeout=5))["type"] == "connection_ack"
+            await ws.send_json(
+                {
+                    "id": "1",
+                    "type": "subscribe",
+                    "payload": {
+                        "query": 'subscription { podLogTail(cluster: "east", namespace: "shop", pod: "checkout-abc") }'
+                    },
+                }
+            )
+            first = await ws.receive_json(timeout=5)
+            assert first == {
+                "id": "1",
+                "type": "next",
+                "payload": {"data": {"podLogTail": "first"}},
+            }
+            log.write("second\n")
+            second = await ws.receive_json(timeout=5)
+            assert second["payload"]["data"]["podLogTail"] == "second"
+            log.finish()
+            done = await ws.receive_json(timeout=5)
+            assert done == {"id": "1", "type": "complete"}
+    finally:
+        server.should_exit = True
+        await serving
+    follows = [r for r in env.east.requests if r.path.endswith("/log")]
+    assert follows[-1].query.get("follow", "").lower() == "true"

@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain]``."""
+"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--only catalog|ldap]``."""
 
 from __future__ import annotations
 
@@ -7,25 +7,43 @@ import asyncio
 import sys
 
 from bench.harness import BenchFailure
+from bench.ldap import LdapOptions, run_ldap
 from bench.run import Options, run
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
-        prog="python -m bench", description="Atrium's benchmark on a generated catalog."
+        prog="python -m bench",
+        description="Atrium's benchmark on a generated catalog, then a directory sync.",
     )
     parser.add_argument(
         "--quick", action="store_true", help="a smoke run: 20,000 entities and fewer rounds"
     )
     parser.add_argument("--entities", type=int, help="catalog size (default 250,000)")
     parser.add_argument("--rounds", type=int, help="measured requests per scenario")
-    parser.add_argument("--seed", type=int, default=7, help="seed of the generated catalog")
+    parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
     parser.add_argument(
         "--explain",
         action="store_true",
         help="show every scenario's statements and slowest plan, not only misses",
     )
+    parser.add_argument(
+        "--only", choices=("catalog", "ldap"), help="run the catalog or the LDAP scenarios only"
+    )
+    parser.add_argument(
+        "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
+    )
+    parser.add_argument(
+        "--users",
+        type=int,
+        help="LDAP directory users (default 8 per 100 catalog entities: 20,000 for 250,000, "
+        "1,600 with --quick); groups are a tenth",
+    )
     args = parser.parse_args(argv)
+    if args.skip_ldap and args.only == "ldap":
+        parser.error("--skip-ldap and --only ldap contradict each other")
+    if args.users is not None and args.users < 200:
+        parser.error("--users must be at least 200")
     options = Options(
         entities=args.entities or (20_000 if args.quick else 250_000),
         rounds=args.rounds or (30 if args.quick else 100),
@@ -33,8 +51,13 @@ def main(argv: list[str] | None = None) -> int:
         seed=args.seed,
         explain_all=args.explain,
     )
+    # The directory scales with the catalog, so --quick and small --entities runs stay quick.
+    users = args.users or max(200, options.entities * 2 // 25)
     try:
-        asyncio.run(run(options))
+        if args.only != "ldap":
+            asyncio.run(run(options))
+        if args.only != "catalog" and not args.skip_ldap:
+            run_ldap(LdapOptions(users=users, groups=max(20, users // 10), seed=args.seed))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

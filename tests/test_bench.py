@@ -12,7 +12,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--entities", "3000", "--rounds", "3"],
+        [sys.executable, "-m", "bench", "--entities", "3000", "--rounds", "3", "--users", "200"],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -20,6 +20,12 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         env={**os.environ, "ATRIUM_BENCH_DATABASE_URL": pg_admin_url},
     )
     assert result.returncode == 0, result.stdout + result.stderr
-    for scenario in ("entity page", "filtered list", "search 'chekout'", "facets"):
+    for scenario in (
+        "entity page",
+        "filtered list",
+        "search 'chekout'",
+        "facets",
+        "no-change resync",
+    ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+from functools import lru_cache
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
@@ -77,11 +78,67 @@ def normalise_name(raw: str) -> str:
     return text
 
 
+@lru_cache(maxsize=65536)
 def normalise_dn(dn: str, case_insensitive: bool = True) -> str:
-    """DNs compare without the spaces around separators and, usually, without case."""
-    parts = [part.strip() for part in re.split(r"(?<!\\),", dn)]
-    joined = ",".join("=".join(p.strip() for p in part.split("=", 1)) for part in parts)
+    """One spelling per DN: no spaces around separators, escapes written one way
+    (``cn=Sales\\, EMEA`` and ``cn=Sales\\2C EMEA`` are the same group), usually no case."""
+    rdns = []
+    for rdn in _split(dn, ","):
+        parts = []
+        for pair in _split(rdn, "+"):
+            attribute, _, value = pair.partition("=")
+            parts.append(f"{attribute.strip()}={_escape(_unescape(value.strip()))}")
+        rdns.append("+".join(parts))
+    joined = ",".join(rdns)
     return joined.lower() if case_insensitive else joined
+
+
+def _split(text: str, separator: str) -> list[str]:
+    """Split on separators that are not escaped."""
+    parts, current, escaped = [], [], False
+    for char in text:
+        if escaped:
+            current.append(char)
+            escaped = False
+        elif char == "\\":
+            current.append(char)
+            escaped = True
+        elif char == separator:
+            parts.append("".join(current))
+            current = []
+        else:
+            current.append(char)
+    parts.append("".join(current))
+    return parts
+
+
+def _unescape(value: str) -> str:
+    """RFC 4514 escapes, ``\\,`` and ``\\2C`` alike, back to the characters (hex as UTF-8)."""
+    out = bytearray()
+    i = 0
+    while i < len(value):
+        char = value[i]
+        if char == "\\" and i + 1 < len(value):
+            pair = value[i + 1 : i + 3]
+            if len(pair) == 2 and all(c in "0123456789abcdefABCDEF" for c in pair):
+                out.append(int(pair, 16))
+                i += 3
+                continue
+            out += value[i + 1].encode()
+            i += 2
+            continue
+        out += char.encode()
+        i += 1
+    return out.decode("utf-8", errors="replace")
+
+
+def _escape(value: str) -> str:
+    escaped = "".join(f"\\{c}" if c in ',+"\\<>;=' else c for c in value)
+    if escaped.startswith(("#", " ")):
+        escaped = "\\" + escaped
+    if escaped.endswith(" ") and not escaped.endswith("\\ "):
+        escaped = escaped[:-1] + "\\ "
+    return escaped
 
 
 def _text(entry: RawEntry, attribute: str) -> str | None:

@@ -207,7 +207,7 @@ def _entities(
     members: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → user names
     children: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → group names
     for dn, direct in listed.items():
-        for parent in _not_implied(direct | claimed[dn], above):
+        for parent in _not_implied(direct | claimed[dn], above, dn):
             if dn in user_by_dn:
                 members[parent].add(user_by_dn[dn].name)
             elif parent != dn:
@@ -242,13 +242,16 @@ def _ancestors(parents: dict[str, set[str]]) -> dict[str, set[str]]:
     return found
 
 
-def _not_implied(groups: set[str], above: dict[str, set[str]]) -> set[str]:
-    """The groups that are not strictly above another of them (in a cycle, none is above)."""
+def _not_implied(groups: set[str], above: dict[str, set[str]], member: str) -> set[str]:
+    """The groups of ``member`` not strictly above another of them. A group that reaches the
+    member itself (a cycle through it) implies nothing: its way up may pass through the member."""
     return {
         g
         for g in groups
         if not any(
-            g in above.get(other, ()) and other not in above.get(g, ())
+            g in above.get(other, ())
+            and other not in above.get(g, ())
+            and member not in above.get(other, ())
             for other in groups
             if other != g
         )

@@ -114,3 +114,11 @@ def test_cycles_are_found_however_long() -> None:
     [cycle] = group_cycles(chain)
     assert "g0, g1, g10" in cycle
     assert group_cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_escaped_dns_have_one_spelling() -> None:
+    assert normalise_dn("cn=Sales\\, EMEA,ou=groups") == normalise_dn(
+        "CN=Sales\\2C EMEA, OU=Groups"
+    )
+    assert normalise_dn("cn=Zo\\C3\\AB,ou=p") == normalise_dn("cn=Zoë,ou=p")
+    assert normalise_dn("cn=a\\+b,ou=p") != normalise_dn("cn=a,ou=p")

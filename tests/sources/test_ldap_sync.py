@@ -325,3 +325,30 @@ async def test_starttls_and_ldaps_verify_the_server(db: Database, tmp_path: Path
             )
     finally:
         server.stop()
+
+
+async def test_a_group_in_a_cycle_keeps_its_real_parent(db: Database, tmp_path: Path) -> None:
+    directory = "\n".join(
+        [
+            person("ann", "Ann"),
+            group("parent", [group_dn("a")]),
+            group("a", [group_dn("b"), user_dn("ann")]),
+            group("b", [group_dn("a")]),
+            group("Sales, EMEA", [user_dn("ann")]).replace("cn=Sales, EMEA,", "cn=Sales\\, EMEA,"),
+            group("all", ["cn=Sales\\2C EMEA," + GROUPS_DN]),
+        ]
+    )
+    server = start_slapd(tmp_path / "cycle", directory)
+    try:
+        # Groups' member values only: users' computed memberOf would hide a lost nesting.
+        config = config_for(server).with_attributes(member_of="noSuchAttribute")
+        report = await sync_directory(db, config, brake=1.0)
+    finally:
+        server.stop()
+    assert report.outcome == "succeeded", report.error
+    children = await db.fetch(
+        "select source_ref, target_ref from relations where type = 'parentOf' order by 1, 2"
+    )
+    assert ("group:default/parent", "group:default/a") in [tuple(r) for r in children]
+    # The escaped and the hex-escaped spellings of one DN meet: sales-emea is nested in all.
+    assert ("group:default/all", "group:default/sales-emea") in [tuple(r) for r in children]

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 import re
-from functools import lru_cache
 import unicodedata
 import uuid
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Final
 
 from sources.catalog.refs import NAME_MAX, check_name

@@ -101,15 +101,13 @@ async def read_directory(
 ) -> tuple[list[RawEntry], list[RawEntry]]:
     """All users and all groups, read concurrently; raises DirectoryUnavailable on any error."""
     a = config.attributes
-    user_attributes = [a.user_name, a.display_name, a.email, a.member_of, a.uid]
+    # An empty name leaves an attribute out: reading users' memberOf is costly where the
+    # server computes it (OpenLDAP's dynlist), and redundant when groups list their members.
+    user_attributes = [n for n in (a.user_name, a.display_name, a.email, a.member_of, a.uid) if n]
     group_attributes = [
-        a.group_name,
-        a.display_name,
-        a.email,
-        a.description,
-        a.member,
-        a.member_of,
-        a.uid,
+        n
+        for n in (a.group_name, a.display_name, a.email, a.description, a.member, a.member_of, a.uid)
+        if n
     ]
     try:
         return await asyncio.gather(

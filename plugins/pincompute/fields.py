@@ -45,7 +45,20 @@ class PageInfo:
 
 
 @strawberry.type
+class PinAppEdge:
+    cursor: str
+    node: PinApp
+
+
+@strawberry.type
+class PinScalerEdge:
+    cursor: str
+    node: PinScaler
+
+
+@strawberry.type(description="A page of PinApps (Relay connection) and the clusters missing.")
 class PinAppConnection:
+    edges: list[PinAppEdge]
     nodes: list[PinApp]
     total_count: int
     page_info: PageInfo
@@ -56,6 +69,7 @@ class PinAppConnection:
 
 @strawberry.type
 class PinScalerConnection:
+    edges: list[PinScalerEdge]
     nodes: list[PinScaler]
     total_count: int
     page_info: PageInfo
@@ -173,8 +187,10 @@ class ComputeQuery:
         compute = compute_of(info)
         found = await _select(info, compute.pinapps, filter)
         page, more = _page(found, first, after)
+        apps = [PinApp.of(o) for o in page]
         return PinAppConnection(
-            nodes=[PinApp.of(o) for o in page],
+            edges=[PinAppEdge(cursor=_cursor(o), node=a) for o, a in zip(page, apps, strict=True)],
+            nodes=apps,
             total_count=len(found),
             page_info=PageInfo(has_next_page=more, end_cursor=_cursor(page[-1]) if page else None),
             cluster_errors=_errors(compute, filter),
@@ -191,8 +207,12 @@ class ComputeQuery:
         compute = compute_of(info)
         found = await _select(info, compute.pinscalers, filter)
         page, more = _page(found, first, after)
+        scalers = [PinScaler.of(o) for o in page]
         return PinScalerConnection(
-            nodes=[PinScaler.of(o) for o in page],
+            edges=[
+                PinScalerEdge(cursor=_cursor(o), node=s) for o, s in zip(page, scalers, strict=True)
+            ],
+            nodes=scalers,
             total_count=len(found),
             page_info=PageInfo(has_next_page=more, end_cursor=_cursor(page[-1]) if page else None),
             cluster_errors=_errors(compute, filter),

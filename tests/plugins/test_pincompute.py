@@ -469,3 +469,28 @@ async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:
         await serving
     follows = [r for r in env.east.requests if r.path.endswith("/log")]
     assert follows[-1].query.get("follow", "").lower() == "true"
+
+
+async def test_paging_walks_every_workload_once(env: Env) -> None:
+    for i in range(5):
+        await env.east.put(
+            "pinapps", "shop", pinapp(f"extra-{i}", "component:checkout", replicas=1)
+        )
+    await eventually(lambda: _has(env, "east/shop/extra-4"))
+    query = """query($after: String) { pinApps(first: 3, after: $after) {
+        totalCount edges { cursor node { id } } pageInfo { hasNextPage endCursor } } }"""
+    seen: list[str] = []
+    after = None
+    while True:
+        page = (await env.client.gql(query, {"after": after}))["data"]["pinApps"]
+        seen += [e["node"]["id"] for e in page["edges"]]
+        if not page["pageInfo"]["hasNextPage"]:
+            break
+        after = page["pageInfo"]["endCursor"]
+    assert len(seen) == len(set(seen)) == page["totalCount"] == 8
+    scalers = (
+        await env.client.gql(
+            '{ pinScalers(filter: {cluster: ["east"]}) { totalCount nodes { targetName } } }'
+        )
+    )["data"]
+    assert scalers["pinScalers"] == {"totalCount": 1, "nodes": [{"targetName": "checkout"}]}

@@ -1,4 +1,5 @@
-"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--only catalog|ldap]``."""
+"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
+[--only catalog|ldap|compute] [--users N] [--pinapps N]``."""
 
 from __future__ import annotations
 
@@ -6,6 +7,8 @@ import argparse
 import asyncio
 import sys
 
+from bench.compute import run_compute
+from bench.database import admin_url
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.run import Options, run
@@ -28,7 +31,9 @@ def main(argv: list[str] | None = None) -> int:
         help="show every scenario's statements and slowest plan, not only misses",
     )
     parser.add_argument(
-        "--only", choices=("catalog", "ldap"), help="run the catalog or the LDAP scenarios only"
+        "--only",
+        choices=("catalog", "ldap", "compute"),
+        help="run the catalog, the LDAP or the compute scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -38,6 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="LDAP directory users (default 8 per 100 catalog entities: 20,000 for 250,000, "
         "1,600 with --quick); groups are a tenth",
+    )
+    parser.add_argument(
+        "--pinapps",
+        type=int,
+        help="PinApps of the compute scenario (default 20,000; 2,000 with --quick)",
     )
     args = parser.parse_args(argv)
     if args.skip_ldap and args.only == "ldap":
@@ -54,14 +64,22 @@ def main(argv: list[str] | None = None) -> int:
     # The directory scales with the catalog, so --quick and small --entities runs stay quick.
     users = args.users or max(200, options.entities * 2 // 25)
     try:
-        if args.only != "ldap":
+        if args.only in (None, "catalog"):
             asyncio.run(run(options))
-        if args.only != "catalog" and not args.skip_ldap:
+        if args.only in (None, "ldap") and not args.skip_ldap:
             run_ldap(LdapOptions(users=users, groups=max(20, users // 10), seed=args.seed))
+        if args.only in (None, "compute"):
+            pinapps = args.pinapps or (2_000 if args.quick else 20_000)
+            asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1
     return 0
+
+
+async def _compute(total: int, quick: bool, rounds: int) -> None:
+    async with admin_url() as (url, _):
+        await run_compute(url, total=total, quick=quick, rounds=rounds)
 
 
 if __name__ == "__main__":

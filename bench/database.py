@@ -64,7 +64,7 @@ def _embedded_server() -> Iterator[str]:
 
 
 @contextlib.asynccontextmanager
-async def _admin_url() -> AsyncIterator[tuple[str, str]]:
+async def admin_url() -> AsyncIterator[tuple[str, str]]:
     configured = os.environ.get(ENV_URL)
     if configured:
         yield configured, f"${ENV_URL}"
@@ -78,14 +78,14 @@ async def _admin_url() -> AsyncIterator[tuple[str, str]]:
 @contextlib.asynccontextmanager
 async def scratch_database() -> AsyncIterator[ScratchDatabase]:
     """Create a fresh database and drop it on the way out, whatever happened in between."""
-    async with _admin_url() as (admin_url, server):
+    async with admin_url() as (server_url, server):
         name = f"atrium_bench_{os.getpid()}_{secrets.token_hex(4)}"
         assert _SAFE_NAME.match(name)  # generated here, never from input: safe to quote as is
-        admin = await asyncpg.connect(admin_url)
+        admin = await asyncpg.connect(server_url)
         try:
             await admin.execute(f'create database "{name}"')
             try:
-                yield ScratchDatabase(_with_database(admin_url, name), name, server)
+                yield ScratchDatabase(_with_database(server_url, name), name, server)
             finally:
                 # FORCE (PostgreSQL 13+) ends sessions a failed run may have left behind.
                 await admin.execute(f'drop database if exists "{name}" with (force)')

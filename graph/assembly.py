@@ -13,6 +13,7 @@ from typing import Any
 
 import strawberry
 from strawberry.extensions import (
+    AddValidationRules,
     MaxAliasesLimiter,
     MaxTokensLimiter,
     ParserCache,
@@ -187,11 +188,16 @@ def _merge(name: str, classes: list[type]) -> type:
 def _core_extensions(
     settings: Settings,
 ) -> list[type[SchemaExtension] | Callable[[], SchemaExtension]]:
+    # The limiters make a new rule class each time they are built, and the validation cache
+    # keys on the rule classes: built once here, the rules let the cache hit.
+    limit_rules = [
+        *QueryDepthLimiter(max_depth=settings.max_depth).validation_rules,
+        *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
+    ]
     found: list[Any] = [
         lambda: MaxTokensLimiter(max_token_count=settings.max_tokens),
         lambda: ParserCache(maxsize=512),
-        lambda: QueryDepthLimiter(max_depth=settings.max_depth),
-        lambda: MaxAliasesLimiter(max_alias_count=settings.max_aliases),
+        lambda: AddValidationRules(limit_rules),
         lambda: ValidationCache(maxsize=512),
     ]
     if settings.production:

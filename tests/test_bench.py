@@ -12,7 +12,19 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--entities", "3000", "--rounds", "3", "--users", "200"],
+        [
+            sys.executable,
+            "-m",
+            "bench",
+            "--entities",
+            "3000",
+            "--rounds",
+            "3",
+            "--users",
+            "200",
+            "--pinapps",
+            "300",
+        ],
         cwd=ROOT,
         capture_output=True,
         text=True,
@@ -26,6 +38,8 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "search 'chekout'",
         "facets",
         "no-change resync",
+        "team workloads",
+        "workload page",
     ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

@@ -227,3 +227,16 @@ async def test_readiness_reports_a_changed_migration(client: Client) -> None:
     response = await client.get("/readyz")
     assert response.status_code == 503
     assert "was changed after it was applied" in response.json()["migrations"]
+
+
+async def test_parse_and_validation_are_cached_across_requests(client: Client) -> None:
+    from strawberry.extensions.validation_cache import _get_validate_cache
+
+    cache = _get_validate_cache(512)
+    query = '{ entity(ref: "api:cached") { ref } }'
+    await client.post("/graphql", json={"query": query})
+    before = cache.cache_info()
+    for _ in range(3):
+        await client.post("/graphql", json={"query": query})
+    after = cache.cache_info()
+    assert after.hits - before.hits == 3 and after.misses == before.misses

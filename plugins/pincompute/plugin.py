@@ -9,12 +9,8 @@ from typing import Any
 
 from graph.plugin import DataLoader, LoaderServices, PluginBuilder
 from plugins.pincompute.compute import Compute, ComputeError, running
-from plugins.pincompute.fields import (
-    ComponentWorkloads,
-    ComputeMutation,
-    ComputeQuery,
-    ComputeSubscription,
-)
+from plugins.pincompute.fields import ComponentWorkloads, ComputeQuery, ComputeSubscription
+from plugins.pincompute.mutations import ComputeMutation
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.store import Key
 from plugins.pincompute.types import PLUGIN_ID

@@ -14,6 +14,7 @@ from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.metrics import Metrics
+from graph.persisted import PersistedQueries
 from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
 from graph.settings import Settings
@@ -34,7 +35,12 @@ def create_app(
     settings = settings or Settings()
     found = list(plugins) if plugins is not None else discover_plugins(settings)
     assembly = assemble(settings, [*core_plugins(), *found])
-    services = Services(settings=settings, assembly=assembly, metrics=Metrics())
+    services = Services(
+        settings=settings,
+        assembly=assembly,
+        metrics=Metrics(),
+        persisted=PersistedQueries(enabled=settings.apq, trusted_only=settings.production),
+    )
     services.metrics.add_gauges(assembly.gauges)
 
     @contextlib.asynccontextmanager

@@ -124,6 +124,22 @@ def _parser() -> argparse.ArgumentParser:
     revoke.add_argument("id")
     revoke.set_defaults(run=_token_revoke)
 
+    persisted = commands.add_parser(
+        "persisted", help="persisted queries", description="Persisted queries."
+    )
+    persisted_commands = persisted.add_subparsers(
+        title="commands", metavar="COMMAND", required=True
+    )
+    load = persisted_commands.add_parser(
+        "load",
+        help="trust the operations of an Apollo persisted-query manifest",
+        description="Load an Apollo persisted-query manifest (apollo-persisted-query-manifest, "
+        "version 1): each operation is checked against its id and the schema, then trusted. In "
+        "production mode only trusted operations run.",
+    )
+    load.add_argument("manifest", type=Path, metavar="MANIFEST")
+    load.set_defaults(run=_persisted_load)
+
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)
     printer = schema_commands.add_parser(
@@ -348,6 +364,40 @@ async def _with_database(settings: Settings, run: Callable[[Any], Awaitable[int]
         return await run(db)
     finally:
         await db.close()
+
+
+def _persisted_load(settings: Settings, args: argparse.Namespace) -> int:
+    from graphql import GraphQLError, parse, validate
+
+    from graph.assembly import assemble, core_plugins, discover_plugins
+    from graph.persisted import read_manifest, trust
+
+    try:
+        documents = read_manifest(args.manifest)
+    except ValueError as exc:
+        print(f"atrium: {exc}", file=sys.stderr)
+        return 1
+    schema = assemble(settings, [*core_plugins(), *discover_plugins(settings)]).schema
+    assert schema is not None
+    problems = []
+    for _, body, name in documents:
+        try:
+            errors = validate(schema._schema, parse(body))
+        except GraphQLError as exc:
+            errors = [exc]
+        problems += [f"{name or body[:40]!r}: {e.message}" for e in errors]
+    if problems:
+        for problem in problems:
+            print(f"atrium: {problem}", file=sys.stderr)
+        print("atrium: nothing loaded: the manifest does not fit this schema", file=sys.stderr)
+        return 1
+
+    async def run(db: Any) -> int:
+        await trust(db, documents)
+        print(f"trusted {len(documents)} operations from {args.manifest}")
+        return 0
+
+    return asyncio.run(_with_database(settings, run))
 
 
 def _schema_print(settings: Settings, args: argparse.Namespace) -> int:

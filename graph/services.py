@@ -14,6 +14,7 @@ from graph.assembly import Assembly
 from graph.authz import resolve_viewer
 from graph.context import Context
 from graph.metrics import Metrics
+from graph.persisted import PersistedQueries
 from graph.settings import Settings
 from loaders.registry import LoaderServices
 from sources.auth import Viewer
@@ -27,6 +28,7 @@ class Services:
     settings: Settings
     assembly: Assembly
     metrics: Metrics
+    persisted: PersistedQueries
     db: Database | None = None  # set by the lifespan
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
 

@@ -55,6 +55,10 @@ class Settings(BaseSettings):
     max_tokens: int = Field(default=2_000, ge=10)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     max_batch: int = Field(default=10, ge=1)
+    # Automatic persisted queries (production accepts only trusted documents either way).
+    apq: bool = True
+    # GETs must carry a header a browser cannot send cross-site without a preflight.
+    csrf_prevention: bool = True
     max_page_size: int = Field(default=100, ge=1, le=1000)
 
     log_level: str = "INFO"

@@ -13,7 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import orjson
@@ -29,6 +29,7 @@ from strawberry.types.graphql import OperationType
 
 from graph.context import Context
 from graph.errors import error_code, format_error
+from graph.persisted import NO_CACHE, ProtocolError
 from graph.services import Services
 from sources.errors import NotAuthenticated
 
@@ -80,6 +81,7 @@ class Outcome:
     status: int
     body: dict[str, Any]
     label: str | None
+    headers: dict[str, str] = field(default_factory=dict)
 
 
 async def graphql_endpoint(request: Request) -> Response:
@@ -87,6 +89,7 @@ async def graphql_endpoint(request: Request) -> Response:
     started = time.perf_counter()
     media_type = JSON
     label: str | None = None
+    headers: dict[str, str] = {}
     try:
         media_type = _negotiate(request.headers.get("accept"))
         if request.method == "GET" and media_type == "text/html":
@@ -95,6 +98,8 @@ async def graphql_endpoint(request: Request) -> Response:
             raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
         if request.method not in ("GET", "POST"):
             raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
+        if request.method == "GET" and services.settings.csrf_prevention:
+            _refuse_simple_get(request)
         payload = (
             _read_get(request) if request.method == "GET" else await _read_post(request, services)
         )
@@ -127,7 +132,8 @@ async def graphql_endpoint(request: Request) -> Response:
         else:
             outcome = await _run(request, services, context, _operation(payload), media_type)
             label, status, body = outcome.label, outcome.status, orjson.dumps(outcome.body)
-        response = Response(body, status_code=status, media_type=media_type)
+            headers.update(outcome.headers)
+        response = Response(body, status_code=status, media_type=media_type, headers=headers)
     except HTTPError as exc:
         status = exc.status
         response = Response(
@@ -150,6 +156,20 @@ async def graphql_endpoint(request: Request) -> Response:
         },
     )
     return response
+
+
+# Any of these makes a GET one a browser would preflight cross-site (Apollo's CSRF rule).
+_PREFLIGHT_HEADERS = ("apollo-require-preflight", "x-apollo-operation-name", "x-atrium-client")
+
+
+def _refuse_simple_get(request: Request) -> None:
+    if not any(name in request.headers for name in _PREFLIGHT_HEADERS):
+        raise HTTPError(
+            400,
+            "GET requests must carry an apollo-require-preflight (or x-apollo-operation-name) "
+            "header: without one a browser could send them cross-site",
+            code="CSRF_PREVENTED",
+        )
 
 
 def _negotiate(accept: str | None) -> str:
@@ -226,15 +246,24 @@ def _operation(payload: Any) -> Operation:
         raise HTTPError(400, "operationName must be a string")
     if extensions is not None and not isinstance(extensions, dict):
         raise HTTPError(400, "extensions must be an object")
-    if not query:
+    if not query and not (extensions or {}).get("persistedQuery"):
         raise HTTPError(400, "no query was given")
-    return Operation(query, variables, name or None, extensions)
+    return Operation(query or None, variables, name or None, extensions)
 
 
 async def _run(
     request: Request, services: Services, context: Context, operation: Operation, media_type: str
 ) -> Outcome:
     allowed = _QUERY_ONLY if request.method == "GET" else _ALL_OPERATIONS
+    try:
+        prepared = await services.persisted.prepare(
+            services.database, operation.query, operation.extensions
+        )
+    except ProtocolError as exc:
+        raise HTTPError(exc.status, str(exc), code=exc.code) from None
+    if prepared.answer is not None:
+        return Outcome(200, prepared.answer, operation.label, dict(NO_CACHE))
+    operation.query = prepared.query
     try:
         result = await services.execute(
             operation.query,
@@ -254,6 +283,8 @@ async def _run(
         raise HTTPError(400, exc.as_http_error_reason()) from None
     except MissingQueryError:
         raise HTTPError(400, "no query was given") from None
+    if prepared.store_as and operation.query and not isinstance(result, PreExecutionError):
+        await services.persisted.remember(services.database, prepared.store_as, operation.query)
     label = operation.label
     for error in result.errors or ():
         services.metrics.errors.labels(

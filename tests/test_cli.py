@@ -33,6 +33,11 @@ def atrium(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
         ["catalog", "import"],
         ["schema"],
         ["schema", "print"],
+        ["sync", "ldap"],
+        ["token", "create"],
+        ["token", "list"],
+        ["token", "revoke"],
+        ["persisted", "load"],
     ],
 )
 def test_every_command_has_help(command: list[str]) -> None:
@@ -125,3 +130,47 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     assert "loaded the demo organisation: 190 entities" in output
     # Stopping the server stops the embedded PostgreSQL it started.
     assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()
+
+
+def test_persisted_load_trusts_a_manifest_that_fits_the_schema(
+    database_url: str, tmp_path: Path
+) -> None:
+    import json
+
+    from sources.persisted import document_hash
+
+    good = 'query Page { entity(ref: "component:checkout") { ref } }'
+    manifest = tmp_path / "manifest.json"
+    manifest.write_text(
+        json.dumps(
+            {
+                "format": "apollo-persisted-query-manifest",
+                "version": 1,
+                "operations": [
+                    {"id": document_hash(good), "name": "Page", "type": "query", "body": good}
+                ],
+            }
+        )
+    )
+    env = {"ATRIUM_DATABASE_URL": database_url}
+    loaded = atrium("persisted", "load", str(manifest), env=env)
+    assert loaded.returncode == 0, loaded.stderr
+    assert "trusted 1 operations" in loaded.stdout
+
+    stale = "query Old { gone }"
+    manifest.write_text(
+        json.dumps(
+            {
+                "format": "apollo-persisted-query-manifest",
+                "version": 1,
+                "operations": [
+                    {"id": document_hash(stale), "name": "Old", "type": "query", "body": stale}
+                ],
+            }
+        )
+    )
+    refused = atrium("persisted", "load", str(manifest), env=env)
+    assert refused.returncode == 1
+    assert (
+        "'Old': Cannot query field 'gone'" in refused.stderr and "nothing loaded" in refused.stderr
+    )

@@ -104,11 +104,8 @@ async def read_directory(
     # An empty name leaves an attribute out: reading users' memberOf is costly where the
     # server computes it (OpenLDAP's dynlist), and redundant when groups list their members.
     user_attributes = [n for n in (a.user_name, a.display_name, a.email, a.member_of, a.uid) if n]
-    group_attributes = [
-        n
-        for n in (a.group_name, a.display_name, a.email, a.description, a.member, a.member_of, a.uid)
-        if n
-    ]
+    wanted = (a.group_name, a.display_name, a.email, a.description, a.member, a.member_of, a.uid)
+    group_attributes = [n for n in wanted if n]
     try:
         return await asyncio.gather(
             asyncio.to_thread(

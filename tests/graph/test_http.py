@@ -21,6 +21,7 @@ async def test_post_answers_graphql_response_json_by_default(client: Client) -> 
 async def test_get_runs_queries(client: Client) -> None:
     response = await client.get(
         "/graphql",
+        headers={"apollo-require-preflight": "true"},
         params={
             "query": "query One($r: String!) { entity(ref: $r) { ref } }",
             "variables": '{"r": "api:x"}',
@@ -32,7 +33,9 @@ async def test_get_runs_queries(client: Client) -> None:
 
 async def test_mutations_over_get_are_405_with_allow(client: Client) -> None:
     response = await client.get(
-        "/graphql", params={"query": 'mutation { applyEntities(yaml: "") { unchanged } }'}
+        "/graphql",
+        headers={"apollo-require-preflight": "true"},
+        params={"query": 'mutation { applyEntities(yaml: "") { unchanged } }'},
     )
     assert response.status_code == 405
     assert response.headers["allow"] == "POST"
@@ -136,7 +139,11 @@ async def test_malformed_requests_are_400(client: Client, payload: bytes, messag
 
 
 async def test_bad_variables_json_over_get_is_400(client: Client) -> None:
-    response = await client.get("/graphql", params={"query": QUERY, "variables": "{oops"})
+    response = await client.get(
+        "/graphql",
+        headers={"apollo-require-preflight": "true"},
+        params={"query": QUERY, "variables": "{oops"},
+    )
     assert response.status_code == 400
 
 
@@ -180,10 +187,18 @@ async def test_batches_are_bounded(make_client: AppFactory) -> None:
     assert response.status_code == 400
 
 
+async def trusted(client: Client, *queries: str) -> None:
+    from graph.persisted import trust
+    from sources.persisted import document_hash
+
+    await trust(client.services.db, [(document_hash(q), q, None) for q in queries])
+
+
 async def test_production_masks_unexpected_errors_but_keeps_the_code(
     make_client: AppFactory,
 ) -> None:
     client = await make_client(mode="production")
+    await trusted(client, '{ entity(ref: "group:x") { ref } }')
     await client.services.db.execute("alter table entities rename to gone")
     response = await client.post("/graphql", json={"query": '{ entity(ref: "group:x") { ref } }'})
     assert response.status_code == 200
@@ -195,6 +210,7 @@ async def test_production_masks_unexpected_errors_but_keeps_the_code(
 
 async def test_production_disables_introspection(make_client: AppFactory) -> None:
     client = await make_client(mode="production")
+    await trusted(client, "{ __schema { types { name } } }")
     response = await client.post("/graphql", json={"query": "{ __schema { types { name } } }"})
     assert response.status_code == 422
 

@@ -17,10 +17,13 @@ test: $(VENV)/.installed-test system-test-deps
 bench: $(VENV)/.installed-test system-test-deps
 	$(BIN)/python -m bench $(ARGS)
 
-# Servers the tests start for themselves: OpenLDAP (slapd) from Debian.
+# Servers the tests start for themselves: OpenLDAP (slapd), and Redis when none answers.
 system-test-deps:
 	@if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then \
 	  apt-get update -q && apt-get install -y -q slapd ldap-utils; \
+	fi
+	@if ! command -v redis-server >/dev/null 2>&1; then \
+	  apt-get update -q && apt-get install -y -q redis-server; \
 	fi
 
 install: $(VENV)/.installed

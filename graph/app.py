@@ -19,6 +19,7 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
 from graph.settings import Settings
 from graph.view import graphql_endpoint, subscriptions
+from loaders.cache import Caches
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
@@ -49,6 +50,8 @@ def create_app(
         services.db = await Database.connect(
             url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
         )
+        services.caches = _caches(settings)
+        services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
             # Plugins' lifespans start after the database and stop before it; jobs run inside.
@@ -68,6 +71,7 @@ def create_app(
                         task.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
+            await services.caches.stop()
             await services.db.close()
             services.db = None
 
@@ -98,6 +102,24 @@ async def database_url(settings: Settings) -> str:
     if settings.database_url:
         return settings.database_url
     return await asyncio.to_thread(embedded_database_url, settings.data_dir)
+
+
+def _caches(settings: Settings) -> Caches:
+    redis = None
+    if settings.redis_url:
+        import redis.asyncio as aioredis
+
+        # Short timeouts: a Redis that stops answering must not hold requests up.
+        redis = aioredis.from_url(
+            settings.redis_url, socket_timeout=0.5, socket_connect_timeout=0.5
+        )
+    return Caches(
+        redis=redis,
+        prefix=settings.cache_prefix,
+        max_entries=settings.cache_max_entries,
+        max_bytes=settings.cache_max_bytes,
+        ttl=settings.cache_ttl,
+    )
 
 
 async def _repeat(job: BackgroundJob, services: Services) -> None:
@@ -138,6 +160,8 @@ async def _metrics(request: Request) -> Response:
     if services.db is not None:
         services.metrics.sql_queries.set(services.db.queries)
         await services.metrics.refresh(services)
+    if services.caches is not None:
+        services.metrics.cache_counts(services.caches.stats.counts)
     return Response(
         services.metrics.render(), media_type="text/plain; version=0.0.4; charset=utf-8"
     )

@@ -208,6 +208,7 @@ def _migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
+    from loaders.cache import publish_invalidation
     from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
     from sources.db import Database
@@ -224,6 +225,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
             result = await apply_batch(db, read_paths(args.paths))
         finally:
             await db.close()
+        await publish_invalidation(settings.redis_url, settings.cache_prefix, result.changed)
         for error in result.errors:
             print(f"rejected: {error}", file=sys.stderr)
         print(
@@ -238,6 +240,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
 
 def _sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
     from graph.ownership.directory import directory_config
+    from loaders.cache import publish_invalidation
     from sources.db import Database
     from sources.ldap.sync import SyncInProgress, sync_directory
 
@@ -261,6 +264,7 @@ def _sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
         finally:
             progress.done()
             await db.close()
+        await publish_invalidation(settings.redis_url, settings.cache_prefix, report.changed_refs)
         for skipped in report.skipped:
             print(f"skipped: {skipped.dn}: {skipped.reason}", file=sys.stderr)
         for warning in report.warnings:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -16,6 +17,10 @@ from sources.db import Database
 __all__ = ["Context", "Info"]
 
 
+async def _nothing(keys: list[str]) -> None:
+    return None
+
+
 @dataclass(slots=True)
 class Context:
     request: HTTPConnection | None  # None for in-process execution (CLI, server-side rendering)
@@ -25,6 +30,8 @@ class Context:
     viewer: Viewer
     # Whether the viewer is an admin, worked out on first need.
     admin: bool | None = None
+    # Tell the caches (here and in other replicas) which entity refs a write changed.
+    invalidate: Callable[[list[str]], Awaitable[None]] = field(default=_nothing)
     # What plugins' lifespans yielded, keyed by plugin id (shared by every request).
     extras: dict[str, Any] = field(default_factory=dict)
     # Per-request scratch space for plugins, keyed by plugin id.

@@ -38,6 +38,12 @@ class Metrics:
         self.sql_queries = Gauge(
             "atrium_sql_queries", "SQL statements sent since start", registry=self.registry
         )
+        self.cache = Gauge(
+            "atrium_cache_lookups",
+            "Cache lookups since start, by level (l1, l2) and outcome (hit, miss, error)",
+            ["level", "outcome"],
+            registry=self.registry,
+        )
         self._operations: set[str] = set()
         self._sources: list[tuple[Any, Gauge]] = []
 
@@ -47,6 +53,10 @@ class Metrics:
             (source, Gauge(source.name, source.help, list(source.labels), registry=self.registry))
             for source in sources
         ]
+
+    def cache_counts(self, counts: dict[tuple[str, str], int]) -> None:
+        for (level, outcome), n in counts.items():
+            self.cache.labels(level, outcome).set(n)
 
     async def refresh(self, services: Any) -> None:
         for source, gauge in self._sources:

@@ -16,6 +16,7 @@ from graph.context import Context
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
 from graph.settings import Settings
+from loaders.cache import Caches
 from loaders.registry import LoaderServices
 from sources.auth import Viewer
 from sources.db import Database
@@ -30,6 +31,7 @@ class Services:
     metrics: Metrics
     persisted: PersistedQueries
     db: Database | None = None  # set by the lifespan
+    caches: Caches | None = None  # set by the lifespan
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
 
     @property
@@ -48,13 +50,19 @@ class Services:
             request=request,
             settings=self.settings,
             db=db,
-            loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras)),
+            loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras, self.caches)),
+            invalidate=self.invalidate,
             viewer=viewer or Viewer.anonymous(self.settings.anonymous_read),
             extras=self.extras,
         )
         if viewer is None:
             context.viewer = await resolve_viewer(request, context)
         return context
+
+    async def invalidate(self, keys: list[str]) -> None:
+        """Tell every cache, here and in other replicas, that these entities changed."""
+        if self.caches is not None:
+            await self.caches.invalidate(keys)
 
     async def execute(
         self,

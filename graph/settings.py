@@ -55,6 +55,12 @@ class Settings(BaseSettings):
     max_tokens: int = Field(default=2_000, ge=10)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     max_batch: int = Field(default=10, ge=1)
+    # The shared cache. Unset redis_url: each process caches on its own, in memory only.
+    redis_url: str | None = None
+    cache_prefix: str = "atrium"  # keys and channel names in Redis: several Atriums, one Redis
+    cache_max_entries: int = Field(default=50_000, ge=0)
+    cache_max_bytes: int = Field(default=64 * 2**20, ge=0)
+    cache_ttl: float = Field(default=300.0, gt=0)  # seconds; writes invalidate sooner
     # Automatic persisted queries (production accepts only trusted documents either way).
     apq: bool = True
     # GETs must carry a header a browser cannot send cross-site without a preflight.

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+from datetime import datetime
+
+import orjson
 from strawberry.dataloader import DataLoader
 
 from loaders.registry import LoaderServices
@@ -14,13 +18,34 @@ RELATED_REFS = "catalog.relatedRefs"
 
 
 def entity_by_ref_loader(services: LoaderServices) -> DataLoader[str, EntityRecord | None]:
-    """Keys are lowercase refs; a ref with no entity loads as None."""
+    """Keys are lowercase refs; a ref with no entity loads as None. Behind the multi-level
+    cache when the app has one."""
 
-    async def load(refs: list[str]) -> list[EntityRecord | None]:
-        found = await entities_by_refs(services.db, refs)
-        return [found.get(ref) for ref in refs]
+    async def source(refs: list[str]) -> dict[str, EntityRecord]:
+        return await entities_by_refs(services.db, refs)
 
-    return DataLoader(load_fn=load)
+    if services.caches is None:
+
+        async def load(refs: list[str]) -> list[EntityRecord | None]:
+            found = await source(refs)
+            return [found.get(ref) for ref in refs]
+
+        return DataLoader(load_fn=load)
+    cache = services.caches.cache(ENTITY_CACHE, _encode, _decode)
+    return DataLoader(load_fn=lambda refs: cache.load_many(refs, source))
+
+
+ENTITY_CACHE = "entity"
+
+
+def _encode(record: EntityRecord) -> bytes:
+    return orjson.dumps([getattr(record, f) for f in EntityRecord.__dataclass_fields__])
+
+
+def _decode(raw: bytes) -> EntityRecord:
+    values = orjson.loads(raw)
+    record = EntityRecord(*values)
+    return replace(record, updated_at=datetime.fromisoformat(values[-1]))
 
 
 def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str], list[str]]:

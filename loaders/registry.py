@@ -8,6 +8,7 @@ from typing import Any
 
 from strawberry.dataloader import DataLoader
 
+from loaders.cache import Caches
 from sources.db import Database
 
 __all__ = ["LoaderFactory", "LoaderRegistry", "LoaderServices", "RequestLoaders"]
@@ -19,6 +20,7 @@ class LoaderServices:
 
     db: Database
     extras: dict[str, Any]
+    caches: Caches | None = None
 
 
 LoaderFactory = Callable[[LoaderServices], DataLoader[Any, Any]]

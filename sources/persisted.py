@@ -47,6 +47,8 @@ async def trust_documents(db: Executor, documents: list[tuple[str, str, str | No
     """(hash, body, operation name) triples, all trusted from now on."""
     await db.execute(
         _TRUST,
-        [d[0] for d in documents], [d[1] for d in documents],
-        [True] * len(documents), [d[2] for d in documents],
+        [d[0] for d in documents],
+        [d[1] for d in documents],
+        [True] * len(documents),
+        [d[2] for d in documents],
     )

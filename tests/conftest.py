@@ -7,7 +7,7 @@ import socket
 import tempfile
 import uuid
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +64,63 @@ async def _admin(url: str) -> AsyncIterator[asyncpg.Connection]:
         yield conn
     finally:
         await conn.close()
+
+
+@pytest.fixture(scope="session")
+def redis_url() -> Iterator[str]:
+    """A Redis for tests: ATRIUM_TEST_REDIS_URL, the local one, or our own redis-server.
+    Tests keep apart by key prefix (see ``cache_prefix``)."""
+    url = os.environ.get("ATRIUM_TEST_REDIS_URL")
+    if url:
+        yield url
+        return
+    if _port_answers("127.0.0.1", 6379):
+        yield "redis://127.0.0.1:6379/0"
+        return
+    with redis_server() as started:
+        yield started
+
+
+@contextmanager
+def redis_server() -> Iterator[str]:
+    """A redis-server of our own on a free port, stopped on the way out."""
+    import subprocess
+    import time
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    process = subprocess.Popen(
+        [
+            "redis-server",
+            "--port",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 10
+        while not _port_answers("127.0.0.1", port):
+            assert process.poll() is None and time.monotonic() < deadline, (
+                "redis-server did not start"
+            )
+            time.sleep(0.02)
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+@pytest.fixture
+def cache_prefix() -> str:
+    return f"atrium-test-{uuid.uuid4().hex[:10]}"
 
 
 @pytest.fixture(scope="session")

@@ -211,6 +211,7 @@ class CatalogMutation:
         self, info: Info, yaml: str, location: str = "api"
     ) -> ApplyEntitiesResult:
         result = await resolve.apply_entities(info.context.db, yaml, location)
+        await info.context.invalidate(result.changed)
         return ApplyEntitiesResult(
             result=result,
             errors=[
@@ -228,9 +229,9 @@ class CatalogMutation:
     )
     async def delete_entity(self, info: Info, ref: str) -> DeleteEntityResult:
         normalised = normalize_ref(ref)
-        return DeleteEntityResult(
-            ref=normalised, deleted=await resolve.delete_entity(info.context.db, normalised)
-        )
+        deleted = await resolve.delete_entity(info.context.db, normalised)
+        await info.context.invalidate([normalised])
+        return DeleteEntityResult(ref=normalised, deleted=deleted)
 
 
 @strawberry.type

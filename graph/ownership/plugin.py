@@ -59,6 +59,7 @@ class OwnershipPlugin:
                     )
                 except SyncInProgress:
                     return
+                await services.invalidate(report.changed_refs)
                 if report.outcome != "not-due":
                     log.info(
                         "directory sync finished",

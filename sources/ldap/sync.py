@@ -67,6 +67,7 @@ class SyncReport:
     warnings: list[str] = field(default_factory=list)
     error: str | None = None
     duration: float = 0.0
+    changed_refs: list[str] = field(default_factory=list)
 
 
 _START_RUN = "insert into ldap_sync_runs (forced) values ($1) returning id"
@@ -130,6 +131,7 @@ async def _run(
         report.skipped += [_skipped(e) for e in result.errors]
         report.added, report.changed = len(result.created), len(result.updated)
         report.removed = len(result.deleted)
+        report.changed_refs = result.changed
         report.outcome = "succeeded"
     except SyncBraked as exc:
         report.outcome, report.error = "braked", str(exc)

@@ -1,0 +1,336 @@
+"""The multi-level cache behind loaders: L1 in this process, L2 in Redis, shared by replicas.
+
+A loader asks L1, then L2, then its source, and fills both. Concurrent misses on one key share
+one source call (single flight). Writers name what changed (entity refs); every replica drops
+those keys from L1 on a Redis pub/sub message, and the writer deletes them from L2. Without
+Redis, L1 alone; with Redis down, requests go on from L1 and the source, a metric counts the
+failures and a log line says so once a minute.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import sys
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Hashable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+import orjson
+
+__all__ = ["CacheStats", "Caches", "MemoryCache", "MultiLevelCache", "publish_invalidation"]
+
+log = logging.getLogger("atrium.cache")
+
+_MISSING = object()
+# After a Redis failure, leave it alone this long rather than slow every request down.
+_REDIS_PAUSE = 5.0
+
+
+@dataclass(slots=True)
+class CacheStats:
+    """Hits and misses per level, for /metrics."""
+
+    counts: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def add(self, level: str, outcome: str, n: int = 1) -> None:
+        if n:
+            self.counts[level, outcome] = self.counts.get((level, outcome), 0) + n
+
+
+class MemoryCache:
+    """L1: an LRU bounded by entries and by (approximate) bytes, each entry with a TTL."""
+
+    def __init__(self, *, max_entries: int, max_bytes: int, ttl: float) -> None:
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self.bytes = 0
+        self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def get(self, key: Hashable) -> Any:
+        item = self._items.get(key)
+        if item is None:
+            return _MISSING
+        expires, _, value = item
+        if expires < time.monotonic():
+            self.discard(key)
+            return _MISSING
+        self._items.move_to_end(key)
+        return value
+
+    def set(self, key: Hashable, value: Any, size: int | None = None) -> None:
+        self.discard(key)
+        size = size if size is not None else sys.getsizeof(value)
+        self._items[key] = (time.monotonic() + self.ttl, size, value)
+        self.bytes += size
+        while self._items and (len(self._items) > self.max_entries or self.bytes > self.max_bytes):
+            _, (_, dropped, _) = self._items.popitem(last=False)
+            self.bytes -= dropped
+
+    def discard(self, key: Hashable) -> None:
+        item = self._items.pop(key, None)
+        if item is not None:
+            self.bytes -= item[1]
+
+    def clear(self) -> None:
+        self._items.clear()
+        self.bytes = 0
+
+
+Encode = Callable[[Any], bytes]
+Decode = Callable[[bytes], Any]
+
+
+class MultiLevelCache:
+    """One namespace of cached values (say, entities by ref), L1 then L2 then the source."""
+
+    def __init__(
+        self,
+        name: str,
+        l1: MemoryCache,
+        *,
+        redis: Any,
+        prefix: str,
+        ttl: float,
+        encode: Encode,
+        decode: Decode,
+        stats: CacheStats,
+    ) -> None:
+        self.name = name
+        self.l1 = l1
+        self.redis = redis
+        self.prefix = f"{prefix}:{name}:"
+        self.ttl = ttl
+        self.encode = encode
+        self.decode = decode
+        self.stats = stats
+        self._flights: dict[str, asyncio.Future[Any]] = {}
+        self._redis_paused_until = 0.0
+        self._last_warning = 0.0
+        self.redis_failures = 0
+
+    async def load_many(
+        self, keys: list[str], source: Callable[[list[str]], Awaitable[dict[str, Any]]]
+    ) -> list[Any]:
+        """Values for ``keys`` (None where the source has none), each fetched at most once
+        however many callers ask for it at the same time."""
+        found: dict[str, Any] = {}
+        wanted: list[str] = []
+        for key in dict.fromkeys(keys):
+            value = self.l1.get(key)
+            if value is _MISSING:
+                wanted.append(key)
+            else:
+                found[key] = value
+        self.stats.add("l1", "hit", len(found))
+        self.stats.add("l1", "miss", len(wanted))
+        waiting = {k: self._flights[k] for k in wanted if k in self._flights}
+        mine = [k for k in wanted if k not in waiting]
+        if mine:
+            loop = asyncio.get_running_loop()
+            futures = {k: loop.create_future() for k in mine}
+            self._flights.update(futures)
+            try:
+                fetched = await self._fetch(mine, source)
+                for key, future in futures.items():
+                    future.set_result(fetched.get(key))
+                found.update({k: fetched.get(k) for k in mine})
+            except BaseException as exc:
+                for future in futures.values():
+                    if not future.done():
+                        future.set_exception(exc)
+                        future.exception()  # retrieved here: the callers see it below
+                raise
+            finally:
+                for key in mine:
+                    self._flights.pop(key, None)
+        for key, future in waiting.items():
+            found[key] = await asyncio.shield(future)
+        return [found.get(k) for k in keys]
+
+    async def _fetch(
+        self, keys: list[str], source: Callable[[list[str]], Awaitable[dict[str, Any]]]
+    ) -> dict[str, Any]:
+        found: dict[str, Any] = {}
+        remote = await self._l2_get(keys)
+        for key, raw in zip(keys, remote, strict=True):
+            if raw is not None:
+                found[key] = self.decode(raw)
+        self.stats.add("l2", "hit", len(found))
+        missing = [k for k in keys if k not in found]
+        self.stats.add("l2", "miss", len(missing))
+        if missing:
+            loaded = await source(missing)
+            found.update(loaded)
+            await self._l2_set({k: v for k, v in loaded.items() if v is not None})
+        for key in keys:
+            value = found.get(key)
+            if value is not None:  # absence is not cached: a new entity shows at once
+                self.l1.set(key, value)
+        return found
+
+    def drop_local(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self.l1.discard(key)
+
+    async def invalidate(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        self.drop_local(keys)
+        if keys and self._redis_usable():
+            try:
+                await self.redis.delete(*(self.prefix + k for k in keys))
+            except Exception as exc:
+                self._redis_failed(exc)
+
+    def _redis_usable(self) -> bool:
+        return self.redis is not None and time.monotonic() >= self._redis_paused_until
+
+    async def _l2_get(self, keys: list[str]) -> list[bytes | None]:
+        if not keys or not self._redis_usable():
+            return [None] * len(keys)
+        try:
+            values: list[bytes | None] = await self.redis.mget([self.prefix + k for k in keys])
+            return values
+        except Exception as exc:
+            self._redis_failed(exc)
+            return [None] * len(keys)
+
+    async def _l2_set(self, items: dict[str, Any]) -> None:
+        if not items or not self._redis_usable():
+            return
+        try:
+            async with self.redis.pipeline(transaction=False) as pipe:
+                for key, value in items.items():
+                    pipe.set(self.prefix + key, self.encode(value), px=int(self.ttl * 1000))
+                await pipe.execute()
+        except Exception as exc:
+            self._redis_failed(exc)
+
+    def _redis_failed(self, exc: Exception) -> None:
+        self.redis_failures += 1
+        self.stats.add("l2", "error")
+        now = time.monotonic()
+        self._redis_paused_until = now + _REDIS_PAUSE
+        if now - self._last_warning > 60:
+            self._last_warning = now
+            log.warning(
+                "Redis is not answering; serving from the in-process cache and the database",
+                extra={"cache": self.name, "error": str(exc) or type(exc).__name__},
+            )
+
+
+def json_codec() -> tuple[Encode, Decode]:
+    return (lambda v: orjson.dumps(v)), orjson.loads
+
+
+class Caches:
+    """Every cache of the app, their Redis, and the invalidation channel between replicas."""
+
+    def __init__(
+        self,
+        *,
+        redis: Any,
+        prefix: str,
+        max_entries: int,
+        max_bytes: int,
+        ttl: float,
+    ) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.channel = f"{prefix}:invalidate"
+        self.stats = CacheStats()
+        self.max_entries = max_entries
+        self.max_bytes = max_bytes
+        self.ttl = ttl
+        self.caches: dict[str, MultiLevelCache] = {}
+        self._listener: asyncio.Task[None] | None = None
+
+    def cache(self, name: str, encode: Encode, decode: Decode) -> MultiLevelCache:
+        if name not in self.caches:
+            l1 = MemoryCache(max_entries=self.max_entries, max_bytes=self.max_bytes, ttl=self.ttl)
+            self.caches[name] = MultiLevelCache(
+                name,
+                l1,
+                redis=self.redis,
+                prefix=self.prefix,
+                ttl=self.ttl,
+                encode=encode,
+                decode=decode,
+                stats=self.stats,
+            )
+        return self.caches[name]
+
+    async def invalidate(self, keys: Iterable[str]) -> None:
+        """Drop these keys here, from Redis, and (by a message) from every other replica."""
+        keys = sorted(set(keys))
+        if not keys:
+            return
+        for cache in self.caches.values():
+            await cache.invalidate(keys)
+        if self.redis is not None:
+            try:
+                await self.redis.publish(self.channel, orjson.dumps(keys))
+            except Exception as exc:
+                for cache in self.caches.values():
+                    cache._redis_failed(exc)
+
+    def start(self) -> None:
+        if self.redis is not None:
+            self._listener = asyncio.create_task(self._listen(), name="cache invalidations")
+
+    async def stop(self) -> None:
+        if self._listener is not None:
+            self._listener.cancel()
+            await asyncio.gather(self._listener, return_exceptions=True)
+        if self.redis is not None:
+            await self.redis.aclose()
+
+    async def _listen(self) -> None:
+        """Drop what other replicas changed; reconnect with a pause when Redis goes away.
+        A replica that missed messages while Redis was away clears its L1: it cannot know
+        what changed meanwhile."""
+        missed = False
+        while True:
+            try:
+                async with self.redis.pubsub() as pubsub:
+                    await pubsub.subscribe(self.channel)
+                    if missed:
+                        for cache in self.caches.values():
+                            cache.l1.clear()
+                        missed = False
+                    async for message in pubsub.listen():
+                        if message.get("type") != "message":
+                            continue
+                        keys = orjson.loads(message["data"])
+                        for cache in self.caches.values():
+                            cache.drop_local(keys)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                missed = True
+                self.stats.add("l2", "error")
+                log.warning("cache invalidation channel lost; retrying", extra={"error": str(exc)})
+                await asyncio.sleep(1.0)
+
+
+async def publish_invalidation(redis_url: str | None, prefix: str, keys: Iterable[str]) -> None:
+    """For processes without caches of their own (the CLI): tell the serving replicas."""
+    keys = sorted(set(keys))
+    if not redis_url or not keys:
+        return
+    import redis.asyncio as aioredis
+
+    client = aioredis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
+    try:
+        await client.delete(*(f"{prefix}:entity:{k}" for k in keys))
+        await client.publish(f"{prefix}:invalidate", orjson.dumps(keys))
+    except Exception as exc:
+        log.warning("could not announce changes to the caches", extra={"error": str(exc)})
+    finally:
+        await client.aclose()

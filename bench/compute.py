@@ -51,7 +51,7 @@ import yaml
 from starlette.applications import Starlette
 
 from bench.database import _SAFE_NAME, ENV_URL, LOCAL_URL, _with_database
-from bench.harness import BenchFailure, Measurement, _timed, _verify, baseline_app
+from bench.harness import BenchFailure, Measurement, _timed, _verify, baseline_app, sample
 from bench.scenarios import Check, Scenario
 from graph.app import create_app
 from graph.services import Services
@@ -578,18 +578,7 @@ async def _measure(
             shift = round_ % len(pairs)
             for index in [*range(shift, len(pairs)), *range(shift)]:
                 result, db, client, baseline, payload = pairs[index]
-                for side in ("app", "baseline") if round_ % 2 == 0 else ("baseline", "app"):
-                    if side == "baseline":
-                        ms, _ = await _timed(baseline, payload)
-                        result.baseline_ms.append(ms)
-                        continue
-                    before = db.queries
-                    ms, response = await _timed(client, payload)
-                    result.queries.append(db.queries - before)
-                    result.app_ms.append(ms)
-                    if response.content != result.body:
-                        _verify(result.scenario, response)
-                        result.differing += 1
+                await sample(result, db, client, baseline, payload, app_first=round_ % 2 == 0)
     finally:
         for client in clients:
             await client.aclose()

@@ -136,22 +136,37 @@ async def measure(
                 break
             shift = round_ % len(scenarios)
             for index in [*range(shift, len(scenarios)), *range(shift)]:
-                result = results[index]
                 client, baseline, payload = clients[index]
-                for side in ("app", "baseline") if round_ % 2 == 0 else ("baseline", "app"):
-                    if side == "baseline":
-                        ms, _ = await _timed(baseline, payload)
-                        result.baseline_ms.append(ms)
-                        continue
-                    before = db.queries
-                    ms, response = await _timed(client, payload)
-                    result.queries.append(db.queries - before)
-                    result.app_ms.append(ms)
-                    if response.content != result.body:
-                        _verify(result.scenario, response)
-                        result.differing += 1
+                await sample(
+                    results[index], db, client, baseline, payload, app_first=round_ % 2 == 0
+                )
     finally:
         await app_client.aclose()
         for _, baseline, _ in clients:
             await baseline.aclose()
     return results
+
+
+async def sample(
+    result: Measurement,
+    db: Any,
+    client: httpx.AsyncClient,
+    baseline: httpx.AsyncClient,
+    payload: Any,
+    *,
+    app_first: bool,
+) -> None:
+    """One interleaved sample: the app (timed, its SQL counted, its answer checked when it
+    differs from the first) and its baseline, in alternating order to cancel drift."""
+    for side in ("app", "baseline") if app_first else ("baseline", "app"):
+        if side == "baseline":
+            ms, _ = await _timed(baseline, payload)
+            result.baseline_ms.append(ms)
+            continue
+        before = db.queries
+        ms, response = await _timed(client, payload)
+        result.queries.append(db.queries - before)
+        result.app_ms.append(ms)
+        if response.content != result.body:
+            _verify(result.scenario, response)
+            result.differing += 1

@@ -8,17 +8,16 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, TextIO
 
+from graph.cli_db import prepare
+from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
 from graph.settings import Settings
 
 __all__ = ["main"]
 
 log = logging.getLogger("atrium.cli")
-
-DEMO_PATH = Path(__file__).resolve().parent.parent / "examples"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -95,7 +94,7 @@ def _parser() -> argparse.ArgumentParser:
         "not succeed, 75 when another sync is running.",
     )
     ldap.add_argument("--force", action="store_true", help="apply even past the deletion brake")
-    ldap.set_defaults(run=_sync_ldap)
+    ldap.set_defaults(run=sync_ldap)
 
     token = commands.add_parser("token", help="API tokens", description="API tokens for tools.")
     token_commands = token.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -115,14 +114,14 @@ def _parser() -> argparse.ArgumentParser:
     create.add_argument(
         "--subject", help="the user or group the token acts as (needed for write), e.g. group:ci"
     )
-    create.set_defaults(run=_token_create)
+    create.set_defaults(run=token_create)
     listing = token_commands.add_parser("list", help="list tokens", description="List tokens.")
-    listing.set_defaults(run=_token_list)
+    listing.set_defaults(run=token_list)
     revoke = token_commands.add_parser(
         "revoke", help="revoke a token", description="Revoke a token by its id."
     )
     revoke.add_argument("id")
-    revoke.set_defaults(run=_token_revoke)
+    revoke.set_defaults(run=token_revoke)
 
     persisted = commands.add_parser(
         "persisted", help="persisted queries", description="Persisted queries."
@@ -138,7 +137,7 @@ def _parser() -> argparse.ArgumentParser:
         "production mode only trusted operations run.",
     )
     load.add_argument("manifest", type=Path, metavar="MANIFEST")
-    load.set_defaults(run=_persisted_load)
+    load.set_defaults(run=persisted_load)
 
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)
@@ -154,7 +153,7 @@ def _parser() -> argparse.ArgumentParser:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
 
-    url = asyncio.run(_prepare(settings, demo=args.demo))
+    url = asyncio.run(prepare(settings, demo=args.demo))
     # Workers connect to the same database; an embedded one stays up as long as this process.
     os.environ["ATRIUM_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
@@ -173,36 +172,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-async def _prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:
-    """Resolve the database, migrate it, and load the demo organisation if asked and empty."""
-    from graph.app import database_url
-    from graph.assembly import assemble, core_plugins, discover_plugins
-    from sources.catalog.documents import read_paths
-    from sources.catalog.store import apply_batch
-    from sources.db import Database
-    from sources.migrations import apply_migrations
-
-    url = await database_url(settings)
-    assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
-    db = await Database.connect(url, min_size=1, max_size=2)
-    try:
-        applied = await apply_migrations(db, assembly.migrations)
-        for migration in applied:
-            name = f"{migration.scope}/{migration.version:04d}_{migration.name}"
-            print(f"applied migration {name}", file=sys.stderr if quiet else sys.stdout)
-        if demo:
-            if await db.fetchval("select exists (select 1 from entities)"):
-                print("catalog is not empty; demo organisation not loaded")
-            else:
-                result = await apply_batch(db, read_paths([DEMO_PATH]))
-                print(f"loaded the demo organisation: {len(result.created)} entities")
-    finally:
-        await db.close()
-    return url
-
-
 def _migrate(settings: Settings, args: argparse.Namespace) -> int:
-    asyncio.run(_prepare(settings, demo=False))
+    asyncio.run(prepare(settings, demo=False))
     print("database is up to date")
     return 0
 
@@ -219,7 +190,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         return 1
 
     async def run() -> int:
-        url = await _prepare(settings, demo=False)
+        url = await prepare(settings, demo=False)
         db = await Database.connect(url, min_size=1, max_size=2)
         try:
             result = await apply_batch(db, read_paths(args.paths))
@@ -236,172 +207,6 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         return 1 if result.errors else 0
 
     return asyncio.run(run())
-
-
-def _sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
-    from graph.ownership.directory import directory_config
-    from loaders.cache import publish_invalidation
-    from sources.db import Database
-    from sources.ldap.sync import SyncInProgress, sync_directory
-
-    config = directory_config(settings)
-    progress = Progress(sys.stderr)
-
-    async def run() -> int:
-        url = await _prepare(settings, demo=False, quiet=True)
-        db = await Database.connect(url, min_size=2, max_size=3)
-        try:
-            report = await sync_directory(
-                db,
-                config,
-                brake=settings.ldap_deletion_brake,
-                force=args.force,
-                progress=progress.update,
-            )
-        except SyncInProgress as exc:
-            print(f"atrium: {exc}; try again when it is done", file=sys.stderr)
-            return 75
-        finally:
-            progress.done()
-            await db.close()
-        await publish_invalidation(settings.redis_url, settings.cache_prefix, report.changed_refs)
-        for skipped in report.skipped:
-            print(f"skipped: {skipped.dn}: {skipped.reason}", file=sys.stderr)
-        for warning in report.warnings:
-            print(f"warning: {warning}", file=sys.stderr)
-        print(
-            f"{report.outcome}: added {report.added}, changed {report.changed}, "
-            f"removed {report.removed}, skipped {len(report.skipped)} "
-            f"({report.users_read} users and {report.groups_read} groups read) "
-            f"in {report.duration:.1f} s"
-        )
-        if report.error:
-            print(f"atrium: {report.error}", file=sys.stderr)
-        return 0 if report.outcome == "succeeded" else 1
-
-    return asyncio.run(run())
-
-
-class Progress:
-    """A one-line progress display on a terminal; plain lines elsewhere (CI logs, pipes)."""
-
-    WIDTH = 30
-
-    def __init__(self, stream: TextIO) -> None:
-        self.stream = stream
-        self.tty = stream.isatty()
-        self.counts: dict[str, int] = {}
-
-    def update(self, stage: str, count: int) -> None:
-        self.counts[stage] = count
-        text = ", ".join(f"{name} {n:,}" for name, n in self.counts.items())
-        if self.tty:
-            filled = (len(self.counts) * self.WIDTH) // 3
-            bar = "#" * filled + "-" * (self.WIDTH - filled)
-            self.stream.write(f"\r[{bar}] {text}\x1b[K")
-        elif stage == "writing":
-            users, groups = self.counts.get("users", 0), self.counts.get("groups", 0)
-            self.stream.write(f"read {users:,} users and {groups:,} groups; writing\n")
-        self.stream.flush()
-
-    def done(self) -> None:
-        if self.tty and self.counts:
-            self.stream.write("\n")
-            self.stream.flush()
-
-
-def _token_create(settings: Settings, args: argparse.Namespace) -> int:
-    from sources.auth import create_token
-    from sources.catalog.refs import normalize_ref
-
-    subject = normalize_ref(args.subject, default_kind="User") if args.subject else None
-    if "write" in args.scope and subject is None:
-        print(
-            "atrium: a write token needs --subject, the user or group it acts as", file=sys.stderr
-        )
-        return 2
-
-    async def run(db: Any) -> int:
-        token_id, token = await create_token(db, args.name, args.scope, subject)
-        print(f"created token {token_id} ({', '.join(sorted(set(args.scope)))})", file=sys.stderr)
-        print(token)
-        return 0
-
-    return asyncio.run(_with_database(settings, run))
-
-
-def _token_list(settings: Settings, args: argparse.Namespace) -> int:
-    from sources.auth import list_tokens
-
-    async def run(db: Any) -> int:
-        for t in await list_tokens(db):
-            state = f"revoked {t.revoked_at:%Y-%m-%d}" if t.revoked_at else "active"
-            used = f"{t.last_used_at:%Y-%m-%d %H:%M}" if t.last_used_at else "never"
-            print(
-                f"{t.id}  {t.name}  {','.join(t.scopes)}  {t.subject_ref or '-'}  "
-                f"created {t.created_at:%Y-%m-%d}  used {used}  {state}"
-            )
-        return 0
-
-    return asyncio.run(_with_database(settings, run))
-
-
-def _token_revoke(settings: Settings, args: argparse.Namespace) -> int:
-    from sources.auth import revoke_token
-
-    async def run(db: Any) -> int:
-        if await revoke_token(db, args.id):
-            print(f"revoked token {args.id}")
-            return 0
-        print(f"atrium: no active token {args.id}", file=sys.stderr)
-        return 1
-
-    return asyncio.run(_with_database(settings, run))
-
-
-async def _with_database(settings: Settings, run: Callable[[Any], Awaitable[int]]) -> int:
-    from sources.db import Database
-
-    url = await _prepare(settings, demo=False, quiet=True)
-    db = await Database.connect(url, min_size=1, max_size=2)
-    try:
-        return await run(db)
-    finally:
-        await db.close()
-
-
-def _persisted_load(settings: Settings, args: argparse.Namespace) -> int:
-    from graphql import GraphQLError, parse, validate
-
-    from graph.assembly import assemble, core_plugins, discover_plugins
-    from graph.persisted import read_manifest, trust
-
-    try:
-        documents = read_manifest(args.manifest)
-    except ValueError as exc:
-        print(f"atrium: {exc}", file=sys.stderr)
-        return 1
-    schema = assemble(settings, [*core_plugins(), *discover_plugins(settings)]).schema
-    assert schema is not None
-    problems = []
-    for _, body, name in documents:
-        try:
-            errors = validate(schema._schema, parse(body))
-        except GraphQLError as exc:
-            errors = [exc]
-        problems += [f"{name or body[:40]!r}: {e.message}" for e in errors]
-    if problems:
-        for problem in problems:
-            print(f"atrium: {problem}", file=sys.stderr)
-        print("atrium: nothing loaded: the manifest does not fit this schema", file=sys.stderr)
-        return 1
-
-    async def run(db: Any) -> int:
-        await trust(db, documents)
-        print(f"trusted {len(documents)} operations from {args.manifest}")
-        return 0
-
-    return asyncio.run(_with_database(settings, run))
 
 
 def _schema_print(settings: Settings, args: argparse.Namespace) -> int:

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime
+from typing import Any, TypeVar
 
 from graph.plugin import Info, UserError, entities_owned_by, strawberry
 from plugins.pincompute.compute import Compute, ComputeError
@@ -132,6 +133,33 @@ def _cursor(stored: StoredObject) -> str:
     return base64.urlsafe_b64encode(f"{key.name}\0{key.namespace}\0{key.cluster}".encode()).decode()
 
 
+C = TypeVar("C")
+
+
+async def _connection(
+    info: Info,
+    compute: Compute,
+    store: ObjectStore,
+    where: WorkloadFilter | None,
+    first: int,
+    after: str | None,
+    node: Any,
+    edge: Any,
+    connection: Callable[..., C],
+) -> C:
+    """One page of a kind's objects as its Relay connection, with the clusters missing."""
+    found = await _select(info, store, where)
+    page, more = _page(found, first, after)
+    nodes = [node.of(o) for o in page]
+    return connection(
+        edges=[edge(cursor=_cursor(o), node=n) for o, n in zip(page, nodes, strict=True)],
+        nodes=nodes,
+        total_count=len(found),
+        page_info=PageInfo(has_next_page=more, end_cursor=_cursor(page[-1]) if page else None),
+        cluster_errors=_errors(compute, where),
+    )
+
+
 def _errors(compute: Compute, where: WorkloadFilter | None) -> list[ClusterError]:
     clusters = where.cluster if where and where.cluster else None
     return [
@@ -174,15 +202,16 @@ class ComputeQuery:
         after: str | None = None,
     ) -> PinAppConnection:
         compute = compute_of(info)
-        found = await _select(info, compute.pinapps, filter)
-        page, more = _page(found, first, after)
-        apps = [PinApp.of(o) for o in page]
-        return PinAppConnection(
-            edges=[PinAppEdge(cursor=_cursor(o), node=a) for o, a in zip(page, apps, strict=True)],
-            nodes=apps,
-            total_count=len(found),
-            page_info=PageInfo(has_next_page=more, end_cursor=_cursor(page[-1]) if page else None),
-            cluster_errors=_errors(compute, filter),
+        return await _connection(
+            info,
+            compute,
+            compute.pinapps,
+            filter,
+            first,
+            after,
+            PinApp,
+            PinAppEdge,
+            PinAppConnection,
         )
 
     @strawberry.field(description="PinScalers across clusters, with the same filters.")
@@ -194,17 +223,16 @@ class ComputeQuery:
         after: str | None = None,
     ) -> PinScalerConnection:
         compute = compute_of(info)
-        found = await _select(info, compute.pinscalers, filter)
-        page, more = _page(found, first, after)
-        scalers = [PinScaler.of(o) for o in page]
-        return PinScalerConnection(
-            edges=[
-                PinScalerEdge(cursor=_cursor(o), node=s) for o, s in zip(page, scalers, strict=True)
-            ],
-            nodes=scalers,
-            total_count=len(found),
-            page_info=PageInfo(has_next_page=more, end_cursor=_cursor(page[-1]) if page else None),
-            cluster_errors=_errors(compute, filter),
+        return await _connection(
+            info,
+            compute,
+            compute.pinscalers,
+            filter,
+            first,
+            after,
+            PinScaler,
+            PinScalerEdge,
+            PinScalerConnection,
         )
 
     @strawberry.field(

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, Self
 
 from graph.plugin import JSON, Entity, Info, entity, strawberry
 from plugins.pincompute.compute import Compute, ComputeError
@@ -105,6 +105,18 @@ def _when(value: Any) -> datetime | None:
 @strawberry.type
 class _Workload:
     stored: strawberry.Private[StoredObject]
+    cluster: str
+    namespace: str
+    name: str
+
+    @strawberry.field(description="cluster/namespace/name")
+    def id(self) -> str:
+        return str(self.stored.key)
+
+    @classmethod
+    def of(cls, stored: StoredObject) -> Self:
+        key = stored.key
+        return cls(stored=stored, cluster=key.cluster, namespace=key.namespace, name=key.name)
 
     @property
     def _metadata(self) -> dict[str, Any]:
@@ -121,14 +133,6 @@ class _Workload:
 
 @strawberry.type(description="A workload: deployment, service, ingress and config in one.")
 class PinApp(_Workload):
-    cluster: str
-    namespace: str
-    name: str
-
-    @strawberry.field(description="cluster/namespace/name")
-    def id(self) -> str:
-        return str(self.stored.key)
-
     @strawberry.field(description="The catalog entity it belongs to (atrium.dev/entity-ref).")
     def entity_ref(self) -> str | None:
         return self.stored.entity_ref
@@ -227,15 +231,6 @@ class PinApp(_Workload):
         events.sort(key=lambda e: e.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
         return events[: max(0, min(first, 100))]
 
-    @classmethod
-    def of(cls, stored: StoredObject) -> PinApp:
-        return cls(
-            stored=stored,
-            cluster=stored.key.cluster,
-            namespace=stored.key.namespace,
-            name=stored.key.name,
-        )
-
 
 def _pod(item: dict[str, Any]) -> Pod:
     status = item.get("status") or {}
@@ -276,14 +271,6 @@ class ScaleDecision:
 
 @strawberry.type(description="Replica bounds, metric targets and schedules of one PinApp.")
 class PinScaler(_Workload):
-    cluster: str
-    namespace: str
-    name: str
-
-    @strawberry.field
-    def id(self) -> str:
-        return str(self.stored.key)
-
     @property
     def _target_name(self) -> str | None:
         name = (self._spec.get("targetRef") or {}).get("name")
@@ -351,13 +338,4 @@ class PinScaler(_Workload):
             return None
         return ScaleDecision(
             time=last.get("time"), replicas=last.get("replicas"), reason=last.get("reason")
-        )
-
-    @classmethod
-    def of(cls, stored: StoredObject) -> PinScaler:
-        return cls(
-            stored=stored,
-            cluster=stored.key.cluster,
-            namespace=stored.key.namespace,
-            name=stored.key.name,
         )

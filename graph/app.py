@@ -20,6 +20,7 @@ from graph.services import Services
 from graph.settings import Settings
 from graph.view import graphql_endpoint, subscriptions
 from loaders.cache import Caches
+from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
@@ -51,6 +52,13 @@ def create_app(
             url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
         )
         services.caches = _caches(settings)
+        if settings.response_cache:
+            services.responses = ResponseCache(
+                max_entries=settings.response_cache_max_entries,
+                max_bytes=settings.response_cache_max_bytes,
+                shared=services.caches.shared,
+            )
+            services.caches.subscribers.append(services.responses)
         services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
@@ -72,6 +80,7 @@ def create_app(
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
             await services.caches.stop()
+            services.responses = None
             await services.db.close()
             services.db = None
 

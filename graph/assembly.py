@@ -23,7 +23,9 @@ from strawberry.extensions import (
 )
 from strawberry.schema.config import StrawberryConfig
 
+from graph.cache_control import CacheHints, CachePolicyExtension, PolicyCache
 from graph.errors import AtriumSchema, MaskUnexpectedErrors
+from graph.limits import CostLimit
 from graph.plugin import (
     BackgroundJob,
     GaugeSource,
@@ -53,6 +55,8 @@ class Assembly:
     gauges: list[GaugeSource] = field(default_factory=list)
     lifespans: list[tuple[str, Lifespan]] = field(default_factory=list)
     schema: strawberry.Schema | None = None
+    # Cache policies of documents, worked out from the schema's hints.
+    policies: PolicyCache = field(default_factory=PolicyCache)
 
 
 def core_plugins() -> list[Plugin]:
@@ -126,9 +130,10 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                 _merge("Subscription", roots["Subscription"]) if roots["Subscription"] else None
             ),
             types=[cls for cls, _ in types.values()],
-            extensions=[*_core_extensions(settings), *extensions],
+            extensions=[*_core_extensions(settings, assembly.policies), *extensions],
             config=StrawberryConfig(disable_field_suggestions=settings.production),
         )
+    assembly.policies.hints = CacheHints(assembly.schema._schema)
     return assembly
 
 
@@ -186,7 +191,7 @@ def _merge(name: str, classes: list[type]) -> type:
 
 
 def _core_extensions(
-    settings: Settings,
+    settings: Settings, policies: PolicyCache
 ) -> list[type[SchemaExtension] | Callable[[], SchemaExtension]]:
     # The limiters make a new rule class each time they are built, and the validation cache
     # keys on the rule classes: built once here, the rules let the cache hit.
@@ -199,6 +204,13 @@ def _core_extensions(
         lambda: ParserCache(maxsize=512),
         lambda: AddValidationRules(limit_rules),
         lambda: ValidationCache(maxsize=512),
+        # After the validation cache: only valid documents are costed.
+        lambda: CostLimit(
+            max_cost=settings.max_cost,
+            max_page=settings.max_page_size,
+            assumed_list_size=settings.cost_list_size,
+        ),
+        lambda: CachePolicyExtension(policies),
     ]
     if settings.production:
         from strawberry.extensions import DisableIntrospection

@@ -22,10 +22,12 @@ from strawberry.extensions import FieldExtension
 from strawberry.types import Info
 
 from graph.context import Context
+from graph.settings import Settings
 from resolvers import ownership
 from sources.audit import entity_snapshot, record_audit
 from sources.auth import Viewer, verify_token
 from sources.catalog.refs import normalize_ref
+from sources.db import Database
 from sources.errors import InvalidRef, NotAuthenticated, NotAuthorized
 from sources.ldap.records import normalise_name
 
@@ -44,11 +46,12 @@ log = logging.getLogger("atrium.authz")
 _MAX_ARGUMENT_CHARS = 4_000
 
 
-async def resolve_viewer(connection: HTTPConnection | None, context: Context) -> Viewer:
+async def resolve_viewer(
+    connection: HTTPConnection | None, settings: Settings, db: Database
+) -> Viewer:
     """The viewer of a request: a bearer token, else a user header from a trusted proxy, else
     anonymous. A bad token is an error, not anonymity: a tool with a revoked token should
     hear about it."""
-    settings = context.settings
     if connection is None:
         return Viewer.anonymous(settings.anonymous_read)
     authorization = connection.headers.get("authorization", "")
@@ -56,14 +59,14 @@ async def resolve_viewer(connection: HTTPConnection | None, context: Context) ->
         scheme, _, token = authorization.partition(" ")
         viewer = None
         if scheme.lower() == "bearer":
-            viewer = await verify_token(context.db, token.strip())
+            viewer = await verify_token(db, token.strip())
         if viewer is None:
             raise NotAuthenticated("the API token is malformed, unknown or revoked")
         return viewer
     user = connection.headers.get(settings.user_header)
     if user:
         client = connection.client.host if connection.client else None
-        if client is not None and _trusted(client, context):
+        if client is not None and _trusted(client, settings):
             name = normalise_name(user)
             if name:
                 return Viewer(f"user:default/{name}", "proxy", frozenset({"read", "write"}))
@@ -75,12 +78,12 @@ async def resolve_viewer(connection: HTTPConnection | None, context: Context) ->
     return Viewer.anonymous(settings.anonymous_read)
 
 
-def _trusted(host: str, context: Context) -> bool:
+def _trusted(host: str, settings: Settings) -> bool:
     try:
         address = ip_address(host)
     except ValueError:
         return False
-    return any(address in network for network in context.settings.trusted_proxies)
+    return any(address in network for network in settings.trusted_proxies)
 
 
 async def is_admin(context: Context) -> bool:

@@ -9,6 +9,7 @@ from typing import Any, TypeAlias
 from starlette.requests import HTTPConnection
 from strawberry.types import Info as StrawberryInfo
 
+from graph.cache_control import CachePolicy, CacheScope
 from graph.settings import Settings
 from loaders.registry import RequestLoaders
 from sources.auth import Viewer
@@ -36,6 +37,22 @@ class Context:
     extras: dict[str, Any] = field(default_factory=dict)
     # Per-request scratch space for plugins, keyed by plugin id.
     state: dict[str, Any] = field(default_factory=dict)
+    # How long the answer may be cached, from the document's hints (None: not a cacheable
+    # query). Resolvers tighten it with ``cache_hint``.
+    cache: CachePolicy | None = None
+    # What the answer was made of: entity refs, ``kind:<kind>`` for lists of a kind, ``catalog``
+    # for anything wider. A cached answer is dropped when any of these changes.
+    tags: set[str] = field(default_factory=set)
+
+    def cache_hint(self, max_age: float | None = None, scope: CacheScope | None = None) -> None:
+        """Tighten this request's cache policy (a resolver whose data is fresher than its
+        type's hint, or is the viewer's own)."""
+        if self.cache is not None:
+            self.cache.restrict(max_age, scope)
+
+    def depends_on(self, *tags: str) -> None:
+        """Name what the answer depends on beyond the entities loaders fetched."""
+        self.tags.update(tags)
 
 
 Info: TypeAlias = StrawberryInfo[Context, None]

@@ -56,6 +56,7 @@ class PersistedRequest:
     query: str | None
     store_as: str | None = None
     answer: dict[str, Any] | None = None  # an answer given without running anything
+    digest: str | None = None  # the document's hash, when it is a persisted one
 
 
 class PersistedQueries:
@@ -89,7 +90,9 @@ class PersistedQueries:
         persisted = (extensions or {}).get("persistedQuery")
         if persisted is None:
             if self.trusted_only:
-                await self._require_trusted(db, document_hash(query or ""))
+                text_hash = document_hash(query or "")
+                await self._require_trusted(db, text_hash)
+                return PersistedRequest(query, digest=text_hash)
             return PersistedRequest(query)
         if not isinstance(persisted, dict) or persisted.get("version") != 1:
             raise ProtocolError(400, "Unsupported persisted query version", "BAD_REQUEST")
@@ -103,13 +106,13 @@ class PersistedQueries:
                 raise ProtocolError(400, "provided sha does not match query", "BAD_REQUEST")
             if self.trusted_only:
                 await self._require_trusted(db, digest)
-                return PersistedRequest(query)
+                return PersistedRequest(query, digest=digest)
             known = await self._find(db, digest)
-            return PersistedRequest(query, store_as=None if known else digest)
+            return PersistedRequest(query, store_as=None if known else digest, digest=digest)
         known = await self._find(db, digest)
         if known is None or (self.trusted_only and not known.trusted):
             return PersistedRequest(None, answer={"errors": [NOT_FOUND]})
-        return PersistedRequest(known.body)
+        return PersistedRequest(known.body, digest=digest)
 
     async def remember(self, db: Database, digest: str, body: str) -> None:
         """Store a document that parsed and validated."""

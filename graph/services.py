@@ -18,6 +18,7 @@ from graph.persisted import PersistedQueries
 from graph.settings import Settings
 from loaders.cache import Caches
 from loaders.registry import LoaderServices
+from loaders.responses import ResponseCache
 from sources.auth import Viewer
 from sources.db import Database
 
@@ -32,6 +33,7 @@ class Services:
     persisted: PersistedQueries
     db: Database | None = None  # set by the lifespan
     caches: Caches | None = None  # set by the lifespan
+    responses: ResponseCache | None = None  # set by the lifespan unless turned off
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
 
     @property
@@ -40,24 +42,31 @@ class Services:
             raise RuntimeError("the app has not started: the database is not connected")
         return self.db
 
+    async def viewer(self, request: HTTPConnection | None) -> Viewer:
+        """Who is asking; a bad token raises NotAuthenticated."""
+        return await resolve_viewer(request, self.settings, self.database)
+
     async def context(
         self, request: HTTPConnection | None, viewer: Viewer | None = None
     ) -> Context:
         """A request's context. The viewer comes from the request unless given (in-process
         callers name theirs); a bad token raises NotAuthenticated."""
         db = self.database
-        context = Context(
+        if viewer is None:
+            viewer = await resolve_viewer(request, self.settings, db)
+        tags: set[str] = set()
+        return Context(
             request=request,
             settings=self.settings,
             db=db,
-            loaders=self.assembly.loaders.for_request(LoaderServices(db, self.extras, self.caches)),
+            loaders=self.assembly.loaders.for_request(
+                LoaderServices(db, self.extras, self.caches, tags)
+            ),
             invalidate=self.invalidate,
-            viewer=viewer or Viewer.anonymous(self.settings.anonymous_read),
+            viewer=viewer,
             extras=self.extras,
+            tags=tags,
         )
-        if viewer is None:
-            context.viewer = await resolve_viewer(request, context)
-        return context
 
     async def invalidate(self, keys: list[str]) -> None:
         """Tell every cache, here and in other replicas, that these entities changed."""

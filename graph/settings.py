@@ -55,12 +55,21 @@ class Settings(BaseSettings):
     max_tokens: int = Field(default=2_000, ge=10)
     max_body_bytes: int = Field(default=256 * 1024, ge=1024)
     max_batch: int = Field(default=10, ge=1)
+    # A query's cost: one per field, times the page size (first/last, capped at max_page_size)
+    # of every list above it; a list with no size argument counts as cost_list_size items.
+    max_cost: int = Field(default=50_000, ge=1)
+    cost_list_size: int = Field(default=10, ge=1)
     # The shared cache. Unset redis_url: each process caches on its own, in memory only.
     redis_url: str | None = None
     cache_prefix: str = "atrium"  # keys and channel names in Redis: several Atriums, one Redis
     cache_max_entries: int = Field(default=50_000, ge=0)
     cache_max_bytes: int = Field(default=64 * 2**20, ge=0)
     cache_ttl: float = Field(default=300.0, gt=0)  # seconds; writes invalidate sooner
+    # Whole responses of persisted queries, kept as long as their cache hints allow and dropped
+    # when data they contain changes. Off: every persisted query executes (loaders still cache).
+    response_cache: bool = True
+    response_cache_max_entries: int = Field(default=10_000, ge=0)
+    response_cache_max_bytes: int = Field(default=128 * 2**20, ge=0)
     # Automatic persisted queries (production accepts only trusted documents either way).
     apq: bool = True
     # GETs must carry a header a browser cannot send cross-site without a preflight.

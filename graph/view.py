@@ -31,6 +31,8 @@ from graph.context import Context
 from graph.errors import error_code, format_error
 from graph.persisted import NO_CACHE, ProtocolError
 from graph.services import Services
+from loaders.responses import CachedAnswer, etag_of
+from sources.auth import Viewer
 from sources.errors import NotAuthenticated
 
 __all__ = ["graphql_endpoint", "subscriptions"]
@@ -79,9 +81,10 @@ class Operation:
 @dataclass(slots=True)
 class Outcome:
     status: int
-    body: dict[str, Any]
+    body: bytes
     label: str | None
     headers: dict[str, str] = field(default_factory=dict)
+    etag: str | None = None  # error-free answers only
 
 
 async def graphql_endpoint(request: Request) -> Response:
@@ -89,7 +92,6 @@ async def graphql_endpoint(request: Request) -> Response:
     started = time.perf_counter()
     media_type = JSON
     label: str | None = None
-    headers: dict[str, str] = {}
     try:
         media_type = _negotiate(request.headers.get("accept"))
         if request.method == "GET" and media_type == "text/html":
@@ -104,18 +106,19 @@ async def graphql_endpoint(request: Request) -> Response:
             _read_get(request) if request.method == "GET" else await _read_post(request, services)
         )
         try:
-            context = await services.context(request)
+            viewer = await services.viewer(request)
         except NotAuthenticated as exc:
             raise HTTPError(
                 401, str(exc), {"WWW-Authenticate": "Bearer"}, "UNAUTHENTICATED"
             ) from None
-        if not context.viewer.scopes:
+        if not viewer.scopes:
             raise HTTPError(
                 401,
                 "sign in or use an API token: anonymous reading is off",
                 {"WWW-Authenticate": "Bearer"},
                 "UNAUTHENTICATED",
             )
+        request_ = _Request(request, services, viewer, media_type)
         if isinstance(payload, list):
             if not payload:
                 raise HTTPError(400, "an empty batch has nothing to run")
@@ -123,17 +126,16 @@ async def graphql_endpoint(request: Request) -> Response:
                 raise HTTPError(
                     400, f"a batch may hold at most {services.settings.max_batch} operations"
                 )
-            outcomes = [
-                await _run(request, services, context, _operation(p), media_type) for p in payload
-            ]
+            # One context for the whole batch: its operations share loaders, not answers.
+            context = await services.context(request, viewer)
+            outcomes = [await request_.run(_operation(p), context) for p in payload]
             label = ",".join(o.label or "anonymous" for o in outcomes)
-            body = orjson.dumps([o.body for o in outcomes])
-            status = 200
+            outcome = Outcome(200, b"[" + b",".join(o.body for o in outcomes) + b"]", label)
         else:
-            outcome = await _run(request, services, context, _operation(payload), media_type)
-            label, status, body = outcome.label, outcome.status, orjson.dumps(outcome.body)
-            headers.update(outcome.headers)
-        response = Response(body, status_code=status, media_type=media_type, headers=headers)
+            outcome = await request_.run(_operation(payload), None)
+            label = outcome.label
+        status = outcome.status
+        response = _respond(request, outcome, media_type)
     except HTTPError as exc:
         status = exc.status
         response = Response(
@@ -156,6 +158,28 @@ async def graphql_endpoint(request: Request) -> Response:
         },
     )
     return response
+
+
+def _respond(request: Request, outcome: Outcome, media_type: str) -> Response:
+    """The HTTP answer; a GET whose ETag the client already has is answered 304."""
+    headers = outcome.headers
+    if outcome.etag is not None:
+        headers["ETag"] = outcome.etag
+        if _matches(request.headers.get("if-none-match"), outcome.etag):
+            return Response(status_code=304, headers=headers)
+    return Response(
+        outcome.body, status_code=outcome.status, media_type=media_type, headers=headers
+    )
+
+
+def _matches(if_none_match: str | None, etag: str) -> bool:
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        candidate = candidate.strip()
+        if candidate == "*" or candidate.removeprefix("W/") == etag:
+            return True
+    return False
 
 
 # Any of these makes a GET one a browser would preflight cross-site (Apollo's CSRF rule).
@@ -251,46 +275,107 @@ def _operation(payload: Any) -> Operation:
     return Operation(query or None, variables, name or None, extensions)
 
 
-async def _run(
-    request: Request, services: Services, context: Context, operation: Operation, media_type: str
-) -> Outcome:
-    allowed = _QUERY_ONLY if request.method == "GET" else _ALL_OPERATIONS
-    try:
-        prepared = await services.persisted.prepare(
-            services.database, operation.query, operation.extensions
-        )
-    except ProtocolError as exc:
-        raise HTTPError(exc.status, str(exc), code=exc.code) from None
-    if prepared.answer is not None:
-        return Outcome(200, prepared.answer, operation.label, dict(NO_CACHE))
-    operation.query = prepared.query
-    try:
-        result = await services.execute(
-            operation.query,
-            operation.variables,
-            operation.operation_name,
-            request=request,
-            allowed=allowed,
-            context=context,
-        )
-    except InvalidOperationTypeError as exc:
-        if exc.operation_type is OperationType.MUTATION and request.method == "GET":
-            raise HTTPError(
-                405, "mutations are not allowed over GET; use POST", {"Allow": "POST"}
-            ) from None
-        raise HTTPError(400, "subscriptions need a websocket") from None
-    except CannotGetOperationTypeError as exc:
-        raise HTTPError(400, exc.as_http_error_reason()) from None
-    except MissingQueryError:
-        raise HTTPError(400, "no query was given") from None
-    if prepared.store_as and operation.query and not isinstance(result, PreExecutionError):
-        await services.persisted.remember(services.database, prepared.store_as, operation.query)
-    label = operation.label
-    for error in result.errors or ():
-        services.metrics.errors.labels(
-            services.metrics.operation_label(label), error_code(error)
-        ).inc()
-    return Outcome(_status(result, media_type), _body(result), label)
+class _Request:
+    """One HTTP request's operations: the response cache in front of execution."""
+
+    def __init__(self, request: Request, services: Services, viewer: Viewer, media_type: str):
+        self.request = request
+        self.services = services
+        self.viewer = viewer
+        self.media_type = media_type
+        self.get = request.method == "GET"
+
+    async def run(self, operation: Operation, context: Context | None) -> Outcome:
+        services = self.services
+        try:
+            prepared = await services.persisted.prepare(
+                services.database, operation.query, operation.extensions
+            )
+        except ProtocolError as exc:
+            raise HTTPError(exc.status, str(exc), code=exc.code) from None
+        if prepared.answer is not None:
+            return Outcome(200, orjson.dumps(prepared.answer), operation.label, dict(NO_CACHE))
+        operation.query = prepared.query
+        responses = services.responses if context is None else None  # not within batches
+        keys: tuple[str, str] | None = None
+        since = 0
+        if responses is not None and prepared.digest is not None:
+            keys = self._cache_keys(prepared.digest, operation)
+            cached = await responses.get(*keys)
+            if cached is not None:
+                return Outcome(
+                    200,
+                    cached.body,
+                    operation.label,
+                    self._cache_headers(cached.max_age, cached.private, cached.age),
+                    cached.etag if self.get else None,
+                )
+            since = responses.begin()
+        if context is None:
+            context = await services.context(self.request, self.viewer)
+        result = await self._execute(operation, context)
+        if prepared.store_as and operation.query and not isinstance(result, PreExecutionError):
+            await services.persisted.remember(services.database, prepared.store_as, operation.query)
+        label = operation.label
+        for error in result.errors or ():
+            services.metrics.errors.labels(
+                services.metrics.operation_label(label), error_code(error)
+            ).inc()
+        body = orjson.dumps(_body(result))
+        outcome = Outcome(_status(result, self.media_type), body, label)
+        policy = context.cache if not result.errors else None
+        if policy is None or policy.seconds <= 0:
+            if self.get:
+                outcome.headers["Cache-Control"] = "no-store"
+            return outcome
+        answer = CachedAnswer(body, etag_of(body), policy.seconds, policy.private, time.time())
+        if self.get:
+            outcome.etag = answer.etag
+            outcome.headers.update(self._cache_headers(answer.max_age, answer.private, 0))
+        if keys is not None and responses is not None:
+            await responses.put(keys[1] if policy.private else keys[0], answer, context.tags, since)
+        return outcome
+
+    async def _execute(self, operation: Operation, context: Context) -> ExecutionResult:
+        try:
+            return await self.services.execute(
+                operation.query,
+                operation.variables,
+                operation.operation_name,
+                request=self.request,
+                allowed=_QUERY_ONLY if self.get else _ALL_OPERATIONS,
+                context=context,
+            )
+        except InvalidOperationTypeError as exc:
+            if exc.operation_type is OperationType.MUTATION and self.get:
+                raise HTTPError(
+                    405, "mutations are not allowed over GET; use POST", {"Allow": "POST"}
+                ) from None
+            raise HTTPError(400, "subscriptions need a websocket") from None
+        except CannotGetOperationTypeError as exc:
+            raise HTTPError(400, exc.as_http_error_reason()) from None
+        except MissingQueryError:
+            raise HTTPError(400, "no query was given") from None
+
+    def _cache_keys(self, digest: str, operation: Operation) -> tuple[str, str]:
+        """The answer's key if it is the same for everyone, and if it is the viewer's own."""
+        variables = orjson.dumps(operation.variables or {}, option=orjson.OPT_SORT_KEYS)
+        base = f"{digest}|{operation.operation_name or ''}|{variables.decode()}"
+        viewer = self.viewer
+        return f"public|{base}", f"viewer|{viewer.via}|{viewer.ref}|{viewer.token_name}|{base}"
+
+    def _cache_headers(self, max_age: int, private: bool, age: int) -> dict[str, str]:
+        if not self.get:
+            return {}
+        # Without anonymous reading, shared caches must not hand answers to anyone who asks.
+        shared = not private and self.services.settings.anonymous_read
+        headers = {
+            "Cache-Control": f"max-age={max_age}, {'public' if shared else 'private'}",
+            "Vary": "Accept, Authorization",
+        }
+        if age:
+            headers["Age"] = str(age)
+        return headers
 
 
 def _status(result: ExecutionResult, media_type: str) -> int:

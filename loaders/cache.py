@@ -16,11 +16,19 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
-__all__ = ["CacheStats", "Caches", "MemoryCache", "MultiLevelCache", "publish_invalidation"]
+__all__ = [
+    "CacheStats",
+    "Caches",
+    "MemoryCache",
+    "MultiLevelCache",
+    "SharedRedis",
+    "Subscriber",
+    "publish_invalidation",
+]
 
 log = logging.getLogger("atrium.cache")
 
@@ -43,10 +51,18 @@ class CacheStats:
 class MemoryCache:
     """L1: an LRU bounded by entries and by (approximate) bytes, each entry with a TTL."""
 
-    def __init__(self, *, max_entries: int, max_bytes: int, ttl: float) -> None:
+    def __init__(
+        self,
+        *,
+        max_entries: int,
+        max_bytes: int,
+        ttl: float,
+        on_drop: Callable[[Hashable], None] | None = None,
+    ) -> None:
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.ttl = ttl
+        self.on_drop = on_drop  # told of every key that leaves, however it leaves
         self.bytes = 0
         self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
 
@@ -64,27 +80,64 @@ class MemoryCache:
         self._items.move_to_end(key)
         return value
 
-    def set(self, key: Hashable, value: Any, size: int | None = None) -> None:
+    def set(
+        self, key: Hashable, value: Any, size: int | None = None, ttl: float | None = None
+    ) -> None:
         self.discard(key)
         size = size if size is not None else sys.getsizeof(value)
-        self._items[key] = (time.monotonic() + self.ttl, size, value)
+        self._items[key] = (time.monotonic() + (self.ttl if ttl is None else ttl), size, value)
         self.bytes += size
         while self._items and (len(self._items) > self.max_entries or self.bytes > self.max_bytes):
-            _, (_, dropped, _) = self._items.popitem(last=False)
+            dropped_key, (_, dropped, _) = self._items.popitem(last=False)
             self.bytes -= dropped
+            if self.on_drop is not None:
+                self.on_drop(dropped_key)
 
     def discard(self, key: Hashable) -> None:
         item = self._items.pop(key, None)
         if item is not None:
             self.bytes -= item[1]
+            if self.on_drop is not None:
+                self.on_drop(key)
 
     def clear(self) -> None:
+        if self.on_drop is not None:
+            for key in self._items:
+                self.on_drop(key)
         self._items.clear()
         self.bytes = 0
 
 
 Encode = Callable[[Any], bytes]
 Decode = Callable[[bytes], Any]
+
+
+class SharedRedis:
+    """The Redis every cache of a process shares, and what to do when it stops answering:
+    leave it alone for a few seconds, count the failure, say so in the log once a minute."""
+
+    def __init__(self, redis: Any, prefix: str, stats: CacheStats) -> None:
+        self.redis = redis
+        self.prefix = prefix
+        self.stats = stats
+        self.failures = 0
+        self._paused_until = 0.0
+        self._last_warning = 0.0
+
+    def usable(self) -> bool:
+        return self.redis is not None and time.monotonic() >= self._paused_until
+
+    def failed(self, exc: Exception, cache: str) -> None:
+        self.failures += 1
+        self.stats.add("l2", "error")
+        now = time.monotonic()
+        self._paused_until = now + _REDIS_PAUSE
+        if now - self._last_warning > 60:
+            self._last_warning = now
+            log.warning(
+                "Redis is not answering; serving from the in-process cache and the database",
+                extra={"cache": cache, "error": str(exc) or type(exc).__name__},
+            )
 
 
 class MultiLevelCache:
@@ -95,25 +148,23 @@ class MultiLevelCache:
         name: str,
         l1: MemoryCache,
         *,
-        redis: Any,
-        prefix: str,
+        shared: SharedRedis,
         ttl: float,
         encode: Encode,
         decode: Decode,
-        stats: CacheStats,
     ) -> None:
         self.name = name
         self.l1 = l1
-        self.redis = redis
-        self.prefix = f"{prefix}:{name}:"
+        self.shared = shared
+        self.prefix = f"{shared.prefix}:{name}:"
         self.ttl = ttl
         self.encode = encode
         self.decode = decode
-        self.stats = stats
+        self.stats = shared.stats
         self._flights: dict[str, asyncio.Future[Any]] = {}
-        self._redis_paused_until = 0.0
-        self._last_warning = 0.0
-        self.redis_failures = 0
+        # Keys that changed while being fetched: what the fetch read may predate the change,
+        # so it is handed to the callers waiting for it but not kept.
+        self._stale: set[str] = set()
 
     async def load_many(
         self, keys: list[str], source: Callable[[list[str]], Awaitable[dict[str, Any]]]
@@ -150,6 +201,7 @@ class MultiLevelCache:
             finally:
                 for key in mine:
                     self._flights.pop(key, None)
+                self._stale.difference_update(mine)
         for key, future in waiting.items():
             found[key] = await asyncio.shield(future)
         return [found.get(k) for k in keys]
@@ -168,61 +220,53 @@ class MultiLevelCache:
         if missing:
             loaded = await source(missing)
             found.update(loaded)
-            await self._l2_set({k: v for k, v in loaded.items() if v is not None})
+            await self._l2_set(
+                {k: v for k, v in loaded.items() if v is not None and k not in self._stale}
+            )
         for key in keys:
             value = found.get(key)
-            if value is not None:  # absence is not cached: a new entity shows at once
+            # Absence is not cached: a new entity shows at once.
+            if value is not None and key not in self._stale:
                 self.l1.set(key, value)
         return found
 
     def drop_local(self, keys: Iterable[str]) -> None:
         for key in keys:
             self.l1.discard(key)
+            if key in self._flights:
+                self._stale.add(key)
 
     async def invalidate(self, keys: Iterable[str]) -> None:
         keys = list(keys)
         self.drop_local(keys)
-        if keys and self._redis_usable():
+        if keys and self.shared.usable():
             try:
-                await self.redis.delete(*(self.prefix + k for k in keys))
+                await self.shared.redis.delete(*(self.prefix + k for k in keys))
             except Exception as exc:
-                self._redis_failed(exc)
-
-    def _redis_usable(self) -> bool:
-        return self.redis is not None and time.monotonic() >= self._redis_paused_until
+                self.shared.failed(exc, self.name)
 
     async def _l2_get(self, keys: list[str]) -> list[bytes | None]:
-        if not keys or not self._redis_usable():
+        if not keys or not self.shared.usable():
             return [None] * len(keys)
         try:
-            values: list[bytes | None] = await self.redis.mget([self.prefix + k for k in keys])
+            values: list[bytes | None] = await self.shared.redis.mget(
+                [self.prefix + k for k in keys]
+            )
             return values
         except Exception as exc:
-            self._redis_failed(exc)
+            self.shared.failed(exc, self.name)
             return [None] * len(keys)
 
     async def _l2_set(self, items: dict[str, Any]) -> None:
-        if not items or not self._redis_usable():
+        if not items or not self.shared.usable():
             return
         try:
-            async with self.redis.pipeline(transaction=False) as pipe:
+            async with self.shared.redis.pipeline(transaction=False) as pipe:
                 for key, value in items.items():
                     pipe.set(self.prefix + key, self.encode(value), px=int(self.ttl * 1000))
                 await pipe.execute()
         except Exception as exc:
-            self._redis_failed(exc)
-
-    def _redis_failed(self, exc: Exception) -> None:
-        self.redis_failures += 1
-        self.stats.add("l2", "error")
-        now = time.monotonic()
-        self._redis_paused_until = now + _REDIS_PAUSE
-        if now - self._last_warning > 60:
-            self._last_warning = now
-            log.warning(
-                "Redis is not answering; serving from the in-process cache and the database",
-                extra={"cache": self.name, "error": str(exc) or type(exc).__name__},
-            )
+            self.shared.failed(exc, self.name)
 
 
 def json_codec() -> tuple[Encode, Decode]:
@@ -230,7 +274,12 @@ def json_codec() -> tuple[Encode, Decode]:
 
 
 class Caches:
-    """Every cache of the app, their Redis, and the invalidation channel between replicas."""
+    """Every cache of the app, their Redis, and the invalidation channel between replicas.
+
+    A change is dropped everywhere: here at once (L1 and Redis), in other replicas when the
+    message reaches them. A replica receiving it drops its L1 and deletes the Redis keys again:
+    it may have stored something it read before the change, after the writer's delete.
+    """
 
     def __init__(
         self,
@@ -241,28 +290,27 @@ class Caches:
         max_bytes: int,
         ttl: float,
     ) -> None:
-        self.redis = redis
         self.prefix = prefix
         self.channel = f"{prefix}:invalidate"
         self.stats = CacheStats()
+        self.shared = SharedRedis(redis, prefix, self.stats)
         self.max_entries = max_entries
         self.max_bytes = max_bytes
         self.ttl = ttl
         self.caches: dict[str, MultiLevelCache] = {}
+        # Other caches told of every change (the whole-response cache).
+        self.subscribers: list[Subscriber] = []
         self._listener: asyncio.Task[None] | None = None
+
+    @property
+    def redis(self) -> Any:
+        return self.shared.redis
 
     def cache(self, name: str, encode: Encode, decode: Decode) -> MultiLevelCache:
         if name not in self.caches:
             l1 = MemoryCache(max_entries=self.max_entries, max_bytes=self.max_bytes, ttl=self.ttl)
             self.caches[name] = MultiLevelCache(
-                name,
-                l1,
-                redis=self.redis,
-                prefix=self.prefix,
-                ttl=self.ttl,
-                encode=encode,
-                decode=decode,
-                stats=self.stats,
+                name, l1, shared=self.shared, ttl=self.ttl, encode=encode, decode=decode
             )
         return self.caches[name]
 
@@ -271,14 +319,24 @@ class Caches:
         keys = sorted(set(keys))
         if not keys:
             return
-        for cache in self.caches.values():
-            await cache.invalidate(keys)
-        if self.redis is not None:
+        await self._drop(keys)
+        if self.shared.usable():
             try:
                 await self.redis.publish(self.channel, orjson.dumps(keys))
             except Exception as exc:
-                for cache in self.caches.values():
-                    cache._redis_failed(exc)
+                self.shared.failed(exc, "invalidations")
+
+    async def _drop(self, keys: list[str]) -> None:
+        for cache in self.caches.values():
+            await cache.invalidate(keys)
+        for subscriber in self.subscribers:
+            await subscriber.invalidate(keys)
+
+    def _drop_everything_local(self) -> None:
+        for cache in self.caches.values():
+            cache.l1.clear()
+        for subscriber in self.subscribers:
+            subscriber.clear_local()
 
     def start(self) -> None:
         if self.redis is not None:
@@ -301,15 +359,12 @@ class Caches:
                 async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(self.channel)
                     if missed:
-                        for cache in self.caches.values():
-                            cache.l1.clear()
+                        self._drop_everything_local()
                         missed = False
                     async for message in pubsub.listen():
                         if message.get("type") != "message":
                             continue
-                        keys = orjson.loads(message["data"])
-                        for cache in self.caches.values():
-                            cache.drop_local(keys)
+                        await self._drop(orjson.loads(message["data"]))
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -319,16 +374,28 @@ class Caches:
                 await asyncio.sleep(1.0)
 
 
+class Subscriber(Protocol):
+    """A cache that is told of changes along with the loaders' caches."""
+
+    async def invalidate(self, keys: list[str]) -> None: ...
+
+    def clear_local(self) -> None: ...
+
+
 async def publish_invalidation(redis_url: str | None, prefix: str, keys: Iterable[str]) -> None:
-    """For processes without caches of their own (the CLI): tell the serving replicas."""
+    """For processes without caches of their own (the CLI): drop the shared entries and tell
+    the serving replicas."""
     keys = sorted(set(keys))
     if not redis_url or not keys:
         return
     import redis.asyncio as aioredis
 
+    from loaders.responses import drop_shared_responses
+
     client = aioredis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
     try:
         await client.delete(*(f"{prefix}:entity:{k}" for k in keys))
+        await drop_shared_responses(client, prefix, keys)
         await client.publish(f"{prefix}:invalidate", orjson.dumps(keys))
     except Exception as exc:
         log.warning("could not announce changes to the caches", extra={"error": str(exc)})

@@ -24,15 +24,16 @@ def entity_by_ref_loader(services: LoaderServices) -> DataLoader[str, EntityReco
     async def source(refs: list[str]) -> dict[str, EntityRecord]:
         return await entities_by_refs(services.db, refs)
 
-    if services.caches is None:
+    cache = services.caches.cache(ENTITY_CACHE, _encode, _decode) if services.caches else None
 
-        async def load(refs: list[str]) -> list[EntityRecord | None]:
-            found = await source(refs)
-            return [found.get(ref) for ref in refs]
+    async def load(refs: list[str]) -> list[EntityRecord | None]:
+        services.tags.update(refs)
+        if cache is not None:
+            return await cache.load_many(refs, source)
+        found = await source(refs)
+        return [found.get(ref) for ref in refs]
 
-        return DataLoader(load_fn=load)
-    cache = services.caches.cache(ENTITY_CACHE, _encode, _decode)
-    return DataLoader(load_fn=lambda refs: cache.load_many(refs, source))
+    return DataLoader(load_fn=load)
 
 
 ENTITY_CACHE = "entity"
@@ -52,6 +53,8 @@ def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str],
     """Keys are (ref, relation type); values the target refs, whether or not they exist yet."""
 
     async def load(keys: list[tuple[str, str]]) -> list[list[str]]:
+        # A relation belongs to both its ends; writes name both, so the source ref will do.
+        services.tags.update(ref for ref, _ in keys)
         found = await relations_of(services.db, keys)
         return [found.get(key, []) for key in keys]
 

@@ -76,6 +76,11 @@ order by origin, depth, ref
 """
 
 
+# Memberships and group trees are made of many entities' relations: any catalog change may
+# move them, so answers built on them depend on the whole catalog.
+WHOLE_CATALOG = "catalog"
+
+
 async def _grouped(db: Executor, sql: str, keys: list[str]) -> list[list[str]]:
     found: dict[str, list[str]] = {}
     for row in await db.fetch(sql, keys):
@@ -87,17 +92,25 @@ async def groups_of(db: Executor, refs: list[str]) -> list[list[str]]:
     return await _grouped(db, GROUPS_OF_SQL, refs)
 
 
+def _loader(services: LoaderServices, sql: str) -> DataLoader[str, list[str]]:
+    async def load(refs: list[str]) -> list[list[str]]:
+        services.tags.add(WHOLE_CATALOG)
+        return await _grouped(services.db, sql, refs)
+
+    return DataLoader(load_fn=load)
+
+
 def groups_of_loader(services: LoaderServices) -> DataLoader[str, list[str]]:
-    return DataLoader(load_fn=lambda refs: groups_of(services.db, refs))
+    return _loader(services, GROUPS_OF_SQL)
 
 
 def members_of_loader(services: LoaderServices) -> DataLoader[str, list[str]]:
-    return DataLoader(load_fn=lambda refs: _grouped(services.db, MEMBERS_OF_SQL, refs))
+    return _loader(services, MEMBERS_OF_SQL)
 
 
 def ancestors_loader(services: LoaderServices) -> DataLoader[str, list[str]]:
-    return DataLoader(load_fn=lambda refs: _grouped(services.db, ANCESTORS_SQL, refs))
+    return _loader(services, ANCESTORS_SQL)
 
 
 def descendants_loader(services: LoaderServices) -> DataLoader[str, list[str]]:
-    return DataLoader(load_fn=lambda refs: _grouped(services.db, DESCENDANTS_SQL, refs))
+    return _loader(services, DESCENDANTS_SQL)

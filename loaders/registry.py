@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from strawberry.dataloader import DataLoader
@@ -21,6 +21,9 @@ class LoaderServices:
     db: Database
     extras: dict[str, Any]
     caches: Caches | None = None
+    # What this request read (entity refs, kind:<kind>, catalog): the response cache drops an
+    # answer when any of them changes. Loaders add to it; shared with the request's context.
+    tags: set[str] = field(default_factory=set)
 
 
 LoaderFactory = Callable[[LoaderServices], DataLoader[Any, Any]]

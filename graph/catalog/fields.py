@@ -7,7 +7,7 @@ from strawberry import relay
 from strawberry.scalars import JSON
 
 from graph.authz import AdminOnly, Authorize, EntityOwner
-from graph.catalog.types import Entity, entity_from_record
+from graph.catalog.types import CATALOG_CACHE, INHERIT, Entity, entity_from_record
 from graph.context import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
@@ -60,19 +60,19 @@ strawberry.enum(Order, name="EntityOrder", description="How a list is sorted.")
 strawberry.enum(FacetField, name="FacetField", description="A field facets can count.")
 
 
-@strawberry.type
+@strawberry.type(directives=[CATALOG_CACHE])
 class Facet:
     value: str
     count: int
 
 
-@strawberry.type
+@strawberry.type(directives=[INHERIT])
 class EntityEdge:
     cursor: str
     node: Entity
 
 
-@strawberry.type(description="A page of entities (Relay connection).")
+@strawberry.type(directives=[CATALOG_CACHE], description="A page of entities (Relay connection).")
 class EntityConnection:
     page: strawberry.Private[EntitiesPage]
     edges: list[EntityEdge]
@@ -160,6 +160,7 @@ class CatalogQuery:
         after: str | None = None,
     ) -> EntityConnection:
         check_page_size(info, first)
+        info.context.depends_on(*_list_tags(filter))
         page = await resolve.entities_page(
             info.context.db,
             info.context.loaders,
@@ -182,10 +183,18 @@ class CatalogQuery:
     ) -> list[Facet]:
         if not 1 <= first <= 1000:
             raise CatalogError("first must be between 1 and 1000")
+        info.context.depends_on(*_list_tags(filter))
         counts = await resolve.facets(
             info.context.db, field, filter.args() if filter else None, search, first
         )
         return [Facet(value=value, count=count) for value, count in counts]
+
+
+def _list_tags(filter: EntityFilter | None) -> list[str]:
+    """A list of some kinds changes with any entity of those kinds; of all kinds, with any."""
+    if filter is not None and filter.kind:
+        return [f"kind:{kind.strip().lower()}" for kind in filter.kind]
+    return ["catalog"]
 
 
 def catalog_query() -> type:

@@ -10,15 +10,21 @@ import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
 
+from graph.cache_control import CacheControl
 from graph.context import Info
 from resolvers import catalog as resolve
 from sources.catalog.queries import EntityRecord
 from sources.errors import CatalogError
 
-__all__ = ["ENTITY_TYPES", "Entity", "entity_from_record"]
+__all__ = ["CATALOG_CACHE", "ENTITY_TYPES", "INHERIT", "Entity", "entity_from_record"]
+
+# Catalog data changes by imports and syncs, which drop cached answers at once; the age bounds
+# what browsers and proxies may keep without asking again.
+CATALOG_CACHE = CacheControl(max_age=60)
+INHERIT = CacheControl(inherit_max_age=True)
 
 
-@strawberry.type(description="A link shown on an entity's page.")
+@strawberry.type(directives=[INHERIT], description="A link shown on an entity's page.")
 class EntityLink:
     url: str
     title: str | None
@@ -26,14 +32,17 @@ class EntityLink:
     type: str | None
 
 
-@strawberry.type(description="How a person or team presents itself.")
+@strawberry.type(directives=[INHERIT], description="How a person or team presents itself.")
 class Profile:
     display_name: str | None
     email: str | None
     picture: str | None
 
 
-@strawberry.type(description="One relation of an entity; the target may not exist yet.")
+@strawberry.type(
+    directives=[CATALOG_CACHE],
+    description="One relation of an entity; the target may not exist yet.",
+)
 class Relation:
     type: str
     target_ref: str
@@ -43,7 +52,9 @@ class Relation:
         return await _one_by_ref(info, self.target_ref)
 
 
-@strawberry.interface(description="An entity of the software catalog (Backstage's model).")
+@strawberry.interface(
+    directives=[CATALOG_CACHE], description="An entity of the software catalog (Backstage's model)."
+)
 class Entity(relay.Node):
     node_ref: relay.NodeID[str]
     record: strawberry.Private[EntityRecord]
@@ -180,7 +191,10 @@ def _text(value: object) -> str | None:
     return value if isinstance(value, str) else None
 
 
-@strawberry.type(description="A piece of software: a service, website, library, worker...")
+@strawberry.type(
+    directives=[CATALOG_CACHE],
+    description="A piece of software: a service, website, library, worker...",
+)
 class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
     kind_name: ClassVar[str] = "Component"
 
@@ -201,7 +215,11 @@ class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
         return await _all_related(info, self.record.ref, "hasPart", Component)
 
 
-@strawberry.type(name="API", description="An interface a component provides or consumes.")
+@strawberry.type(
+    directives=[CATALOG_CACHE],
+    name="API",
+    description="An interface a component provides or consumes.",
+)
 class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
     kind_name: ClassVar[str] = "API"
 
@@ -218,12 +236,17 @@ class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
         return await _all_related(info, self.record.ref, "apiConsumedBy", Component)
 
 
-@strawberry.type(description="Infrastructure a component needs: a database, a bucket, a topic.")
+@strawberry.type(
+    directives=[CATALOG_CACHE],
+    description="Infrastructure a component needs: a database, a bucket, a topic.",
+)
 class Resource(_Owned, _Typed, _InSystem, _Dependencies, Entity):
     kind_name: ClassVar[str] = "Resource"
 
 
-@strawberry.type(description="A collection of components, APIs and resources.")
+@strawberry.type(
+    directives=[CATALOG_CACHE], description="A collection of components, APIs and resources."
+)
 class System(_Owned, _Typed, Entity):
     kind_name: ClassVar[str] = "System"
 
@@ -244,7 +267,7 @@ class System(_Owned, _Typed, Entity):
         return await _all_related(info, self.record.ref, "hasPart", Resource)
 
 
-@strawberry.type(description="A business area grouping systems.")
+@strawberry.type(directives=[CATALOG_CACHE], description="A business area grouping systems.")
 class Domain(_Owned, _Typed, Entity):
     kind_name: ClassVar[str] = "Domain"
 
@@ -257,7 +280,7 @@ class Domain(_Owned, _Typed, Entity):
         return await _first_related(info, self.record.ref, "partOf", Domain)
 
 
-@strawberry.type(description="A team or other organisational unit.")
+@strawberry.type(directives=[CATALOG_CACHE], description="A team or other organisational unit.")
 class Group(_Typed, _Profiled, Entity):
     kind_name: ClassVar[str] = "Group"
 
@@ -274,7 +297,7 @@ class Group(_Typed, _Profiled, Entity):
         return await _all_related(info, self.record.ref, "hasMember", User)
 
 
-@strawberry.type(description="A person.")
+@strawberry.type(directives=[CATALOG_CACHE], description="A person.")
 class User(_Profiled, Entity):
     kind_name: ClassVar[str] = "User"
 
@@ -283,7 +306,7 @@ class User(_Profiled, Entity):
         return await _all_related(info, self.record.ref, "memberOf", Group)
 
 
-@strawberry.type(description="A pointer to more catalog files.")
+@strawberry.type(directives=[CATALOG_CACHE], description="A pointer to more catalog files.")
 class Location(_Typed, Entity):
     kind_name: ClassVar[str] = "Location"
 

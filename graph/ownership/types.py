@@ -7,7 +7,8 @@ from datetime import datetime
 import strawberry
 from strawberry.scalars import JSON
 
-from graph.catalog.types import Entity, Group, User, entity_from_record
+from graph.cache_control import CacheControl, CacheScope
+from graph.catalog.types import CATALOG_CACHE, Entity, Group, User, entity_from_record
 from graph.context import Info
 from resolvers import catalog as catalog_resolvers
 from resolvers import ownership as resolve
@@ -23,7 +24,10 @@ async def _entities(info: Info, refs: list[str], cls: type) -> list:  # type: ig
     return [e for e in found if isinstance(e, cls)]
 
 
-@strawberry.type(description="Who owns an entity: the owner, its people, its line of groups.")
+@strawberry.type(
+    directives=[CATALOG_CACHE],
+    description="Who owns an entity: the owner, its people, its line of groups.",
+)
 class Ownership:
     entity: Entity
     owner_ref: str | None = strawberry.field(
@@ -57,7 +61,11 @@ class Ownership:
         return await _entities(info, chain, Group)
 
 
-@strawberry.type(name="Viewer", description="Who is asking.")
+@strawberry.type(
+    name="Viewer",
+    directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
+    description="Who is asking.",
+)
 class ViewerType:
     ref: str | None
     authenticated_by: str = strawberry.field(description="proxy, token or anonymous")

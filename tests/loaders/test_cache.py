@@ -7,7 +7,14 @@ from typing import Any
 
 import pytest
 
-from loaders.cache import CacheStats, MemoryCache, MultiLevelCache, json_codec, publish_invalidation
+from loaders.cache import (
+    CacheStats,
+    MemoryCache,
+    MultiLevelCache,
+    SharedRedis,
+    json_codec,
+    publish_invalidation,
+)
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, redis_server
@@ -40,12 +47,10 @@ async def test_a_hundred_concurrent_misses_make_one_source_call() -> None:
     cache = MultiLevelCache(
         "x",
         MemoryCache(max_entries=10, max_bytes=10_000, ttl=60),
-        redis=None,
-        prefix="t",
+        shared=SharedRedis(None, "t", CacheStats()),
         ttl=60,
         encode=encode,
         decode=decode,
-        stats=CacheStats(),
     )
     calls: list[list[str]] = []
 

@@ -1,0 +1,204 @@
+"""The cost of a query: what it could make the server resolve, refused above a limit.
+
+Every field costs one, times the size of every list above it. A field with a ``first`` or
+``last`` argument (a page) counts as that many items, capped at the largest page the API
+serves; the lists inside it (a connection's ``edges`` and ``nodes``) are that page, not more.
+A list with no size argument counts as ``assumed_list_size`` items. Variables are read from
+the request, so ``first: $n`` costs what ``n`` is.
+
+Checked after validation, before anything executes: a refused query costs a walk of its
+document, which the token limit keeps short.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+from graphql import (
+    FieldNode,
+    FragmentDefinitionNode,
+    FragmentSpreadNode,
+    GraphQLError,
+    GraphQLInterfaceType,
+    GraphQLNamedType,
+    GraphQLObjectType,
+    GraphQLSchema,
+    InlineFragmentNode,
+    IntValueNode,
+    OperationDefinitionNode,
+    SelectionSetNode,
+    VariableNode,
+    get_named_type,
+    get_nullable_type,
+    is_list_type,
+)
+from strawberry.extensions import SchemaExtension
+
+__all__ = ["CostLimit", "query_cost"]
+
+_SIZE_ARGUMENTS = ("first", "last")
+
+
+def query_cost(
+    schema: GraphQLSchema,
+    operation: OperationDefinitionNode,
+    fragments: dict[str, FragmentDefinitionNode],
+    variables: dict[str, Any] | None,
+    *,
+    max_page: int,
+    assumed_list_size: int,
+) -> int:
+    root = schema.get_root_type(operation.operation)
+    if root is None:
+        return 0
+    walker = _Walker(schema, fragments, variables or {}, max_page, assumed_list_size)
+    return walker.selection_cost(operation.selection_set, root, sized=False, seen=frozenset())
+
+
+class _Walker:
+    def __init__(
+        self,
+        schema: GraphQLSchema,
+        fragments: dict[str, FragmentDefinitionNode],
+        variables: dict[str, Any],
+        max_page: int,
+        assumed_list_size: int,
+    ) -> None:
+        self.schema = schema
+        self.fragments = fragments
+        self.variables = variables
+        self.max_page = max_page
+        self.assumed_list_size = assumed_list_size
+
+    def selection_cost(
+        self,
+        selection_set: SelectionSetNode,
+        parent: GraphQLNamedType,
+        *,
+        sized: bool,
+        seen: frozenset[str],
+    ) -> int:
+        total = 0
+        for node, on in self._fields(selection_set, parent, seen):
+            total += self.field_cost(node, on, sized=sized, seen=seen)
+        return total
+
+    def field_cost(
+        self, node: FieldNode, parent: GraphQLNamedType, *, sized: bool, seen: frozenset[str]
+    ) -> int:
+        if node.name.value.startswith("__"):
+            return 1
+        field = None
+        if isinstance(parent, GraphQLObjectType | GraphQLInterfaceType):
+            field = parent.fields.get(node.name.value)
+        if field is None:
+            return 1
+        page = self._page_size(node, field.args)
+        is_list = is_list_type(get_nullable_type(field.type))
+        if page is not None:
+            times = page
+        elif is_list and not sized:
+            times = self.assumed_list_size
+        else:
+            times = 1
+        below = 0
+        if node.selection_set is not None:
+            below = self.selection_cost(
+                node.selection_set,
+                get_named_type(field.type),
+                # Lists right inside a page are the page: edges and nodes of a connection.
+                sized=page is not None,
+                seen=seen,
+            )
+        return times * (1 + below)
+
+    def _page_size(self, node: FieldNode, arguments: dict[str, Any]) -> int | None:
+        sizes: list[int] = []
+        given = {a.name.value: a.value for a in node.arguments or ()}
+        for name in _SIZE_ARGUMENTS:
+            if name not in arguments:
+                continue
+            value: Any = None
+            if name in given:
+                literal = given[name]
+                if isinstance(literal, IntValueNode):
+                    value = int(literal.value)
+                elif isinstance(literal, VariableNode):
+                    value = self.variables.get(literal.name.value)
+            else:
+                value = arguments[name].default_value
+            if isinstance(value, int) and not isinstance(value, bool):
+                sizes.append(max(0, min(value, self.max_page)))
+            elif name in given:
+                sizes.append(self.max_page)  # a size that is not a number yet: the largest
+        return max(sizes) if sizes else None
+
+    def _fields(
+        self, selection_set: SelectionSetNode, parent: GraphQLNamedType, seen: frozenset[str]
+    ) -> Iterator[tuple[FieldNode, GraphQLNamedType]]:
+        for selection in selection_set.selections:
+            if isinstance(selection, FieldNode):
+                yield selection, parent
+            elif isinstance(selection, InlineFragmentNode):
+                condition = selection.type_condition
+                on = self.schema.get_type(condition.name.value) if condition else parent
+                yield from self._fields(selection.selection_set, on or parent, seen)
+            elif isinstance(selection, FragmentSpreadNode):
+                name = selection.name.value
+                fragment = self.fragments.get(name)
+                if fragment is not None and name not in seen:
+                    on = self.schema.get_type(fragment.type_condition.name.value)
+                    yield from self._fields(fragment.selection_set, on or parent, seen | {name})
+
+
+class CostLimit(SchemaExtension):
+    """Refuses a valid query whose cost is above ``max_cost``, with code
+    ``COST_ESTIMATED_TOO_EXPENSIVE`` and the cost in the error's extensions."""
+
+    def __init__(self, *, max_cost: int, max_page: int, assumed_list_size: int) -> None:
+        self.max_cost = max_cost
+        self.max_page = max_page
+        self.assumed_list_size = assumed_list_size
+
+    def on_validate(self) -> Iterator[None]:
+        # Runs after the validation cache (an earlier extension) has validated the document:
+        # an invalid one has errors already and is not costed.
+        self._check()
+        yield
+
+    def _check(self) -> None:
+        execution_context = self.execution_context
+        document = execution_context.graphql_document
+        if execution_context.pre_execution_errors or document is None:
+            return
+        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
+        name = execution_context.operation_name
+        operation = next(
+            (o for o in operations if name is None or (o.name and o.name.value == name)), None
+        )
+        if operation is None:
+            return
+        fragments = {
+            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
+        }
+        cost = query_cost(
+            execution_context.schema._schema,
+            operation,
+            fragments,
+            execution_context.variables,
+            max_page=self.max_page,
+            assumed_list_size=self.assumed_list_size,
+        )
+        if cost > self.max_cost:
+            execution_context.pre_execution_errors = [
+                GraphQLError(
+                    f"the query would cost {cost}, above the limit of {self.max_cost}: ask for "
+                    "smaller pages or fewer nested lists",
+                    extensions={
+                        "code": "COST_ESTIMATED_TOO_EXPENSIVE",
+                        "cost": cost,
+                        "maxCost": self.max_cost,
+                    },
+                )
+            ]

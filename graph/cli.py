@@ -196,7 +196,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
             result = await apply_batch(db, read_paths(args.paths))
         finally:
             await db.close()
-        await publish_invalidation(settings.redis_url, settings.cache_prefix, result.changed)
+        await publish_invalidation(settings.redis_url, settings.cache_prefix, result.affected)
         for error in result.errors:
             print(f"rejected: {error}", file=sys.stderr)
         print(

@@ -187,5 +187,6 @@ def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
     raise InvalidCursor("cursor does not belong to this ordering or search")
 
 
-async def delete_entity(db: Database, ref: str) -> bool:
+async def delete_entity(db: Database, ref: str) -> list[str]:
+    """The refs the deletion changed; empty when nothing had that ref."""
     return await delete_stored(db, ref)

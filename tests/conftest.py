@@ -13,6 +13,7 @@ from typing import Any
 
 import asyncpg
 import httpx
+import orjson
 import pytest
 from starlette.applications import Starlette
 
@@ -187,6 +188,33 @@ class Client(httpx.AsyncClient):
             assert "errors" not in body, body["errors"]
             assert response.status_code == 200
         return body
+
+    async def persisted_get(
+        self,
+        query: str,
+        variables: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> httpx.Response:
+        """GET a document by its hash as Apollo Client does, registering it (APQ) first if
+        the server does not know it."""
+        from sources.persisted import document_hash
+
+        extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(query)}}
+        params = {
+            "extensions": orjson.dumps(extensions).decode(),
+            "variables": orjson.dumps(variables or {}).decode(),
+        }
+        headers = {"apollo-require-preflight": "true", **(headers or {})}
+        response = await self.get("/graphql", params=params, headers=headers)
+        if response.status_code == 200 and "PersistedQueryNotFound" in response.text:
+            registered = await self.post(
+                "/graphql",
+                json={"query": query, "variables": variables, "extensions": extensions},
+                headers=headers,
+            )
+            assert registered.status_code < 500, registered.text
+            response = await self.get("/graphql", params=params, headers=headers)
+        return response
 
     async def admin_token(self) -> str:
         from sources.auth import create_token

@@ -220,7 +220,7 @@ class CatalogMutation:
         self, info: Info, yaml: str, location: str = "api"
     ) -> ApplyEntitiesResult:
         result = await resolve.apply_entities(info.context.db, yaml, location)
-        await info.context.invalidate(result.changed)
+        await info.context.invalidate(result.affected)
         return ApplyEntitiesResult(
             result=result,
             errors=[
@@ -238,9 +238,9 @@ class CatalogMutation:
     )
     async def delete_entity(self, info: Info, ref: str) -> DeleteEntityResult:
         normalised = normalize_ref(ref)
-        deleted = await resolve.delete_entity(info.context.db, normalised)
-        await info.context.invalidate([normalised])
-        return DeleteEntityResult(ref=normalised, deleted=deleted)
+        affected = await resolve.delete_entity(info.context.db, normalised)
+        await info.context.invalidate(affected)
+        return DeleteEntityResult(ref=normalised, deleted=bool(affected))
 
 
 @strawberry.type

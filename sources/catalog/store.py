@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import Any
 
 import orjson
 
@@ -23,10 +24,19 @@ class ApplyResult:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     errors: list[DocumentError] = field(default_factory=list)
+    # Entities at the other end of relations the changed ones gained or lost: their reverse
+    # relations (dependents, members, owned entities) changed with them.
+    related: set[str] = field(default_factory=set)
 
     @property
     def changed(self) -> list[str]:
         return self.created + self.updated + self.deleted
+
+    @property
+    def affected(self) -> list[str]:
+        """Every ref whose answers may read differently now: what caches must drop."""
+        changed = self.changed
+        return changed + sorted(self.related.difference(changed))
 
 
 _EXISTING = """
@@ -61,7 +71,9 @@ on conflict (ref) do update set
     spec = excluded.spec, hash = excluded.hash,
     origin = excluded.origin, managed_by = excluded.managed_by, updated_at = now()
 """
-_DROP_RELATIONS = "delete from relations where origin_ref = any($1::text[])"
+_DROP_RELATIONS = """
+delete from relations where origin_ref = any($1::text[]) returning source_ref, target_ref
+"""
 _ADD_RELATIONS = """
 insert into relations (source_ref, type, target_ref, origin_ref)
 select * from unnest($1::text[], $2::text[], $3::text[], $4::text[])
@@ -140,16 +152,22 @@ async def apply_batch(
         if guard is not None:
             await guard(tx, doomed)
         if to_write:
-            await _write(tx, to_write, managed_by)
+            result.related |= await _write(tx, to_write, managed_by)
         if doomed:
             deleted = [ref for ref, _ in doomed]
             await tx.execute(_DELETE, deleted)
-            await tx.execute(_DROP_RELATIONS, deleted)
+            result.related |= _ends(await tx.fetch(_DROP_RELATIONS, deleted))
             result.deleted = deleted
     return result
 
 
-async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> None:
+def _ends(rows: list[Any]) -> set[str]:
+    return {ref for row in rows for ref in (row["source_ref"], row["target_ref"])}
+
+
+async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> set[str]:
+    """Upsert entities and their relations; returns the refs at both ends of every relation
+    dropped or added."""
     entities = [e for _, e in items]
     text_columns = (
         "ref",
@@ -173,8 +191,9 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
         managed_by,
     )
     refs = [e.ref for _, e in items]
-    await tx.execute(_DROP_RELATIONS, refs)
+    ends = _ends(await tx.fetch(_DROP_RELATIONS, refs))
     relations = [(r, e.ref) for _, e in items for r in e.relations]
+    ends.update(ref for r, _ in relations for ref in (r.source_ref, r.target_ref))
     if relations:
         await tx.execute(
             _ADD_RELATIONS,
@@ -184,21 +203,23 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
             [origin for _, origin in relations],
         )
     await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))
+    return ends
 
 
 _DELETE_ONE = "delete from entities where ref = $1 and managed_by = 'catalog' returning ref"
 _MANAGER = "select managed_by from entities where ref = $1"
 
 
-async def delete_entity(db: Database, ref: str) -> bool:
+async def delete_entity(db: Database, ref: str) -> list[str]:
     """Unregister one catalog entity and the relations it declared. Relations other entities
-    declare towards it stay, waiting for it to come back. Directory-managed entities refuse."""
+    declare towards it stay, waiting for it to come back. Directory-managed entities refuse.
+    Returns the refs whose answers changed (none when there was no such entity)."""
     async with db.transaction() as tx:
         manager = await tx.fetchval(_MANAGER, ref)
         if manager is None:
-            return False
+            return []
         if manager != "catalog":
             raise CatalogError(f"{ref} is managed by {manager}; remove it there")
         await tx.execute(_DELETE_ONE, ref)
-        await tx.execute(_DROP_RELATIONS, [ref])
-        return True
+        ends = _ends(await tx.fetch(_DROP_RELATIONS, [ref]))
+        return [ref, *sorted(ends - {ref})]

@@ -131,7 +131,7 @@ async def _run(
         report.skipped += [_skipped(e) for e in result.errors]
         report.added, report.changed = len(result.created), len(result.updated)
         report.removed = len(result.deleted)
-        report.changed_refs = result.changed
+        report.changed_refs = result.affected
         report.outcome = "succeeded"
     except SyncBraked as exc:
         report.outcome, report.error = "braked", str(exc)

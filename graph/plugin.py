@@ -12,6 +12,13 @@ that change something declare who may call them with ``Authorize`` and a rule (`
 ``AdminOnly``, or the plugin's own), which also writes the audit log. Atrium's own
 catalog registers through the same builder. Two plugins claiming one field fail at start-up,
 naming both.
+
+Answers are cached whole when every field they select allows it: a plugin's types and fields
+say how long with ``CacheControl(max_age=..., scope=CacheScope.PRIVATE)`` as schema directives
+(unhinted object fields count as 0: never cached). A field whose data changes outside the
+catalog must carry its own ``max_age``; a resolver can tighten its request's policy with
+``info.context.cache_hint(...)`` and name what its answer depends on with
+``info.context.depends_on(...)`` (entity refs, ``kind:<kind>``).
 """
 
 from __future__ import annotations
@@ -29,6 +36,7 @@ from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
 
 from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
+from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity
 from graph.context import Context, Info
 from graph.settings import Settings
@@ -41,6 +49,8 @@ __all__ = [
     "AdminOnly",
     "Authorize",
     "BackgroundJob",
+    "CacheControl",
+    "CacheScope",
     "Context",
     "DataLoader",
     "Entity",

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from loaders.cache import CacheStats, SharedRedis
+from loaders.cache import CacheStats, SharedRedis, publish_invalidation
 from loaders.responses import CachedAnswer, ResponseCache, etag_of
+from sources.catalog.documents import parse_documents
+from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, redis_server
 
 PAGE = """query Page($ref: String!) {
@@ -187,3 +189,21 @@ async def test_redis_going_away_leaves_answers_correct(
     metrics = (await client.get("/metrics")).text
     assert 'atrium_cache_lookups{level="response",outcome="hit"}' in metrics
     assert 'atrium_cache_lookups{level="l2",outcome="error"}' in metrics
+
+
+async def test_writes_announced_by_another_process_drop_answers(
+    make_client: AppFactory, redis_url: str, cache_prefix: str
+) -> None:
+    client = await make_client(redis_url=redis_url, cache_prefix=cache_prefix)
+    await apply(client, component("cart", "Cart"))
+    assert (await page(client, "component:cart"))["title"] == "Cart"
+    # As `atrium catalog import` does: write, then announce what changed.
+    result = await apply_batch(
+        client.services.db, parse_documents(component("cart", "Basket"), "c.yaml")
+    )
+    await publish_invalidation(redis_url, cache_prefix, result.affected)
+    for _ in range(100):
+        if (await page(client, "component:cart"))["title"] == "Basket":
+            break
+        await asyncio.sleep(0.02)
+    assert (await page(client, "component:cart"))["title"] == "Basket"

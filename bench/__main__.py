@@ -1,5 +1,5 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute] [--users N] [--pinapps N]``."""
+[--only catalog|ldap|compute|serving] [--users N] [--pinapps N]``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bench.database import admin_url
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.run import Options, run
+from bench.serving import run_serving
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -23,7 +24,11 @@ def main(argv: list[str] | None = None) -> int:
         "--quick", action="store_true", help="a smoke run: 20,000 entities and fewer rounds"
     )
     parser.add_argument("--entities", type=int, help="catalog size (default 250,000)")
-    parser.add_argument("--rounds", type=int, help="measured requests per scenario")
+    parser.add_argument(
+        "--rounds",
+        type=int,
+        help="measured requests per scenario (serving: timed rounds per target)",
+    )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
     parser.add_argument(
         "--explain",
@@ -32,8 +37,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("catalog", "ldap", "compute"),
-        help="run the catalog, the LDAP or the compute scenarios only",
+        choices=("catalog", "ldap", "compute", "serving"),
+        help="run the catalog, the LDAP, the compute or the serving scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -71,6 +76,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "compute"):
             pinapps = args.pinapps or (2_000 if args.quick else 20_000)
             asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
+        if args.only in (None, "serving"):
+            asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -54,7 +54,8 @@ async def resolve_viewer(
     hear about it."""
     if connection is None:
         return Viewer.anonymous(settings.anonymous_read)
-    authorization = connection.headers.get("authorization", "")
+    headers = dict(connection.scope["headers"])  # names are lowercase in ASGI
+    authorization = headers.get(b"authorization", b"").decode("latin-1")
     if authorization:
         scheme, _, token = authorization.partition(" ")
         viewer = None
@@ -63,7 +64,8 @@ async def resolve_viewer(
         if viewer is None:
             raise NotAuthenticated("the API token is malformed, unknown or revoked")
         return viewer
-    user = connection.headers.get(settings.user_header)
+    raw_user = headers.get(settings.user_header.lower().encode("latin-1"))
+    user = raw_user.decode("latin-1") if raw_user else None
     if user:
         client = connection.client.host if connection.client else None
         if client is not None and _trusted(client, settings):
@@ -79,11 +81,26 @@ async def resolve_viewer(
 
 
 def _trusted(host: str, settings: Settings) -> bool:
+    networks = settings.trusted_proxies
+    key = (host, id(networks))
+    found = _TRUSTED.get(key)
+    if found is not None and found[0] is networks:
+        return found[1]
     try:
         address = ip_address(host)
     except ValueError:
-        return False
-    return any(address in network for network in settings.trusted_proxies)
+        trusted = False
+    else:
+        trusted = any(address in network for network in networks)
+    if len(_TRUSTED) > 1024:
+        _TRUSTED.clear()
+    _TRUSTED[key] = (networks, trusted)
+    return trusted
+
+
+# Whether a client address is a trusted proxy, by address and list of networks: a proxy asks
+# again and again. The list is kept with the answer, so its id cannot be reused meanwhile.
+_TRUSTED: dict[tuple[str, int], tuple[list[Any], bool]] = {}
 
 
 async def is_admin(context: Context) -> bool:

@@ -7,9 +7,11 @@ import asyncio
 import logging
 import os
 import signal
+import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 from graph.cli_db import prepare
 from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
@@ -160,16 +162,36 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # the default handler lets exit hooks run, and so stops an embedded PostgreSQL we started.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
     log.info("serving", extra={"host": args.host, "port": args.port, "workers": args.workers})
-    uvicorn.run(
-        "graph.app:app_from_environment",
-        factory=True,
-        host=args.host,
-        port=args.port,
-        workers=args.workers,
-        log_config=None,
-        access_log=False,
-    )
+    options: dict[str, Any] = {
+        "factory": True,
+        "host": args.host,
+        "port": args.port,
+        "workers": args.workers,
+        "log_config": None,
+        "access_log": False,
+    }
+    if args.workers == 1:
+        uvicorn.run("graph.app:app_from_environment", **options)
+        return 0
+    # uvicorn binds the socket its workers share without naming TCP as the protocol, and
+    # asyncio then leaves Nagle's algorithm on for accepted connections: a keep-alive client
+    # would wait ~40 ms for each answer. Bound here, the socket says TCP.
+    from uvicorn.supervisors import Multiprocess
+
+    config = uvicorn.Config("graph.app:app_from_environment", **options)
+    Multiprocess(config, sockets=[listening_socket(args.host, args.port)]).run()
     return 0
+
+
+def listening_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket for workers to share; naming the protocol makes asyncio turn Nagle's
+    algorithm off on the connections it accepts."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind((host, port))
+    sock.set_inheritable(True)
+    return sock
 
 
 def _migrate(settings: Settings, args: argparse.Namespace) -> int:

@@ -40,12 +40,28 @@ class Metrics:
         )
         self.cache = Gauge(
             "atrium_cache_lookups",
-            "Cache lookups since start, by level (l1, l2) and outcome (hit, miss, error)",
+            "Cache lookups since start, by level (l1, l2, response, response-l2) and outcome "
+            "(hit, miss, error)",
             ["level", "outcome"],
             registry=self.registry,
         )
         self._operations: set[str] = set()
         self._sources: list[tuple[Any, Gauge]] = []
+        # Labelled children by (operation, status): looking them up costs more than counting.
+        self._children: dict[tuple[str | None, int], tuple[Any, Any]] = {}
+
+    def observe_request(self, name: str | None, status: int, seconds: float) -> None:
+        children = self._children.get((name, status))
+        if children is None:
+            operation = self.operation_label(name)
+            children = (
+                self.requests.labels(operation, str(status)),
+                self.latency.labels(operation),
+            )
+            if len(self._children) < 4 * MAX_OPERATION_LABELS:
+                self._children[name, status] = children
+        children[0].inc()
+        children[1].observe(seconds)
 
     def add_gauges(self, sources: Sequence[Any]) -> None:
         """Gauges read at scrape time (graph.plugin.GaugeSource)."""

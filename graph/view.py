@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import re
 import time
+from collections import OrderedDict
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -93,7 +94,10 @@ async def graphql_endpoint(request: Request) -> Response:
     media_type = JSON
     label: str | None = None
     try:
-        media_type = _negotiate(request.headers.get("accept"))
+        # One dict for the headers this view reads (Starlette's Headers scans a list each time).
+        headers = dict(request.scope["headers"])
+        accept = headers.get(b"accept")
+        media_type = _negotiate(accept.decode("latin-1") if accept is not None else None)
         if request.method == "GET" and media_type == "text/html":
             return _ide(services)
         if media_type == "text/html":
@@ -101,7 +105,7 @@ async def graphql_endpoint(request: Request) -> Response:
         if request.method not in ("GET", "POST"):
             raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
         if request.method == "GET" and services.settings.csrf_prevention:
-            _refuse_simple_get(request)
+            _refuse_simple_get(headers)
         payload = (
             _read_get(request) if request.method == "GET" else await _read_post(request, services)
         )
@@ -135,7 +139,7 @@ async def graphql_endpoint(request: Request) -> Response:
             outcome = await request_.run(_operation(payload), None)
             label = outcome.label
         status = outcome.status
-        response = _respond(request, outcome, media_type)
+        response = _respond(headers.get(b"if-none-match"), outcome, media_type)
     except HTTPError as exc:
         status = exc.status
         response = Response(
@@ -145,36 +149,33 @@ async def graphql_endpoint(request: Request) -> Response:
             headers=exc.headers,
         )
     elapsed = time.perf_counter() - started
-    operation = services.metrics.operation_label(label)
-    services.metrics.requests.labels(operation, str(status)).inc()
-    services.metrics.latency.labels(operation).observe(elapsed)
-    log.info(
-        "graphql request",
-        extra={
-            "method": request.method,
-            "operation": label or "anonymous",
-            "status": status,
-            "duration_ms": round(elapsed * 1000, 2),
-        },
-    )
+    services.metrics.observe_request(label, status, elapsed)
+    if log.isEnabledFor(logging.INFO):
+        log.info(
+            "graphql request",
+            extra={
+                "method": request.method,
+                "operation": label or "anonymous",
+                "status": status,
+                "duration_ms": round(elapsed * 1000, 2),
+            },
+        )
     return response
 
 
-def _respond(request: Request, outcome: Outcome, media_type: str) -> Response:
+def _respond(if_none_match: bytes | None, outcome: Outcome, media_type: str) -> Response:
     """The HTTP answer; a GET whose ETag the client already has is answered 304."""
     headers = outcome.headers
     if outcome.etag is not None:
         headers["ETag"] = outcome.etag
-        if _matches(request.headers.get("if-none-match"), outcome.etag):
+        if if_none_match is not None and _matches(if_none_match.decode("latin-1"), outcome.etag):
             return Response(status_code=304, headers=headers)
     return Response(
         outcome.body, status_code=outcome.status, media_type=media_type, headers=headers
     )
 
 
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    if not if_none_match:
-        return False
+def _matches(if_none_match: str, etag: str) -> bool:
     for candidate in if_none_match.split(","):
         candidate = candidate.strip()
         if candidate == "*" or candidate.removeprefix("W/") == etag:
@@ -183,11 +184,11 @@ def _matches(if_none_match: str | None, etag: str) -> bool:
 
 
 # Any of these makes a GET one a browser would preflight cross-site (Apollo's CSRF rule).
-_PREFLIGHT_HEADERS = ("apollo-require-preflight", "x-apollo-operation-name", "x-atrium-client")
+_PREFLIGHT_HEADERS = (b"apollo-require-preflight", b"x-apollo-operation-name", b"x-atrium-client")
 
 
-def _refuse_simple_get(request: Request) -> None:
-    if not any(name in request.headers for name in _PREFLIGHT_HEADERS):
+def _refuse_simple_get(headers: dict[bytes, bytes]) -> None:
+    if not any(name in headers for name in _PREFLIGHT_HEADERS):
         raise HTTPError(
             400,
             "GET requests must carry an apollo-require-preflight (or x-apollo-operation-name) "
@@ -200,6 +201,14 @@ def _negotiate(accept: str | None) -> str:
     """The response media type for an Accept header; ``text/html`` means a browser asked."""
     if not accept:
         return GRAPHQL_RESPONSE
+    found: str | None = _ACCEPT.get(accept)
+    if found is None:
+        found = _rank(accept)
+        _ACCEPT.put(accept, found)
+    return found
+
+
+def _rank(accept: str) -> str:
     ranked: list[tuple[float, int, str]] = []
     for index, part in enumerate(accept.split(",")):
         media, _, params = part.strip().partition(";")
@@ -223,7 +232,39 @@ def _negotiate(accept: str | None) -> str:
     raise HTTPError(406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}")
 
 
+class _Memo:
+    """A small LRU of pure functions' results on short inputs. A console asks the same few
+    persisted GETs over and over: their query strings are decoded once."""
+
+    def __init__(self, size: int = 1024, longest: int = 4096) -> None:
+        self.size = size
+        self.longest = longest
+        self._items: OrderedDict[Any, Any] = OrderedDict()
+
+    def get(self, key: Any) -> Any:
+        found = self._items.get(key)
+        if found is not None:
+            self._items.move_to_end(key)
+        return found
+
+    def put(self, key: Any, value: Any) -> None:
+        if len(key) <= self.longest:
+            self._items[key] = value
+            if len(self._items) > self.size:
+                self._items.popitem(last=False)
+
+
+_GET_PARAMS = _Memo()
+_ACCEPT = _Memo(size=256)
+
+
 def _read_get(request: Request) -> dict[str, Any]:
+    """The GET parameters, with variables and extensions decoded. The result may be shared by
+    requests with the same query string: read it, never change it."""
+    raw: bytes = request.scope.get("query_string", b"")
+    found: dict[str, Any] | None = _GET_PARAMS.get(raw)
+    if found is not None:
+        return found
     params: dict[str, Any] = dict(request.query_params)
     for key in ("variables", "extensions"):
         if params.get(key):
@@ -231,6 +272,7 @@ def _read_get(request: Request) -> dict[str, Any]:
                 params[key] = orjson.loads(params[key])
             except orjson.JSONDecodeError:
                 raise HTTPError(400, f"the {key} parameter is not valid JSON") from None
+    _GET_PARAMS.put(raw, params)
     return params
 
 

@@ -40,6 +40,10 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "no-change resync",
         "team workloads",
         "workload page",
+        "floor (Starlette, same bytes)",
+        "persisted GET, response cache",
+        "persisted GET, L1 warm",
+        "persisted GET, cold",
     ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

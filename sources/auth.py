@@ -43,7 +43,11 @@ class Viewer:
 
     @classmethod
     def anonymous(cls, may_read: bool) -> Viewer:
-        return cls(None, "anonymous", frozenset({"read"} if may_read else ()))
+        return _ANONYMOUS_READER if may_read else _NOBODY
+
+
+_ANONYMOUS_READER = Viewer(None, "anonymous", frozenset({"read"}))
+_NOBODY = Viewer(None, "anonymous", frozenset())
 
 
 @dataclass(frozen=True, slots=True)

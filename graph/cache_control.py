@@ -275,6 +275,15 @@ class PolicyCache:
         self.maxsize = maxsize
         self._items: OrderedDict[tuple[str | None, str | None], CachePolicy | None] = OrderedDict()
 
+    def never_cached(self, query: str | None, operation_name: str | None) -> bool:
+        """Whether answers to this document are known never to be kept (a mutation, or a
+        policy of 0): the response cache need not even look."""
+        key = (query, operation_name)
+        if key not in self._items:
+            return False
+        policy = self._items[key]
+        return policy is None or policy.seconds <= 0
+
     def __call__(
         self, query: str | None, operation_name: str | None, document: DocumentNode
     ) -> CachePolicy | None:

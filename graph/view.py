@@ -341,7 +341,13 @@ class _Request:
         responses = services.responses if context is None else None  # not within batches
         keys: tuple[str, str] | None = None
         since = 0
-        if responses is not None and prepared.digest is not None:
+        if (
+            responses is not None
+            and prepared.digest is not None
+            and not services.assembly.policies.never_cached(
+                operation.query, operation.operation_name
+            )
+        ):
             keys = self._cache_keys(prepared.digest, operation)
             cached = await responses.get(*keys)
             if cached is not None:

@@ -207,3 +207,13 @@ async def test_writes_announced_by_another_process_drop_answers(
             break
         await asyncio.sleep(0.02)
     assert (await page(client, "component:cart"))["title"] == "Basket"
+
+
+async def test_documents_never_cached_are_not_looked_up(demo_client: Client) -> None:
+    runs = "{ ldapSyncRuns { id } }"
+    for _ in range(3):
+        assert (await demo_client.persisted_get(runs)).headers["cache-control"] == "no-store"
+    counts = demo_client.services.caches.stats.counts
+    # The first request looked (the document was new); the others knew better.
+    assert counts.get(("response", "miss"), 0) == 1
+    assert counts.get(("response", "hit"), 0) == 0

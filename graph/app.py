@@ -59,6 +59,7 @@ def create_app(
                 shared=services.caches.shared,
             )
             services.caches.subscribers.append(services.responses)
+        services.caches.subscribers.append(services.tokens)
         services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)

@@ -11,7 +11,10 @@ too), and only then runs the resolver. Denied is a GraphQL error with ``extensio
 
 from __future__ import annotations
 
+import hashlib
+import hmac
 import logging
+import time
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import Any, Protocol
@@ -25,7 +28,7 @@ from graph.context import Context
 from graph.settings import Settings
 from resolvers import ownership
 from sources.audit import entity_snapshot, record_audit
-from sources.auth import Viewer, verify_token
+from sources.auth import Viewer, token_id_of, verify_token
 from sources.catalog.refs import normalize_ref
 from sources.db import Database
 from sources.errors import InvalidRef, NotAuthenticated, NotAuthorized
@@ -37,6 +40,7 @@ __all__ = [
     "EntityOwner",
     "Rule",
     "Target",
+    "TokenCache",
     "is_admin",
     "resolve_viewer",
 ]
@@ -46,8 +50,49 @@ log = logging.getLogger("atrium.authz")
 _MAX_ARGUMENT_CHARS = 4_000
 
 
+class TokenCache:
+    """Tokens verified a moment ago. A tool asking many times a second costs one lookup (and
+    last-use update) per ``ttl``, not one per request. A revocation announced on the caches'
+    channel (``token:<id>``, as ``atrium token revoke`` does) drops the token at once in every
+    replica; without Redis, a revoked token stops working within ``ttl``."""
+
+    def __init__(self, ttl: float = 10.0, size: int = 10_000) -> None:
+        self.ttl = ttl
+        self.size = size
+        self._items: dict[str, tuple[float, str, Viewer]] = {}  # id → (until, hash, viewer)
+
+    async def verify(self, db: Database, token: str) -> Viewer | None:
+        token_id = token_id_of(token)
+        if token_id is None:
+            return None
+        digest = hashlib.sha256(token.encode()).hexdigest()
+        now = time.monotonic()
+        item = self._items.get(token_id)
+        if item is not None and item[0] > now and hmac.compare_digest(item[1], digest):
+            return item[2]
+        viewer = await verify_token(db, token)
+        if viewer is None:
+            self._items.pop(token_id, None)
+            return None
+        if len(self._items) >= self.size:
+            self._items.clear()
+        self._items[token_id] = (now + self.ttl, digest, viewer)
+        return viewer
+
+    async def invalidate(self, keys: list[str]) -> None:
+        for key in keys:
+            if key.startswith("token:"):
+                self._items.pop(key.removeprefix("token:"), None)
+
+    def clear_local(self) -> None:
+        self._items.clear()
+
+
 async def resolve_viewer(
-    connection: HTTPConnection | None, settings: Settings, db: Database
+    connection: HTTPConnection | None,
+    settings: Settings,
+    db: Database,
+    tokens: TokenCache | None = None,
 ) -> Viewer:
     """The viewer of a request: a bearer token, else a user header from a trusted proxy, else
     anonymous. A bad token is an error, not anonymity: a tool with a revoked token should
@@ -60,7 +105,8 @@ async def resolve_viewer(
         scheme, _, token = authorization.partition(" ")
         viewer = None
         if scheme.lower() == "bearer":
-            viewer = await verify_token(db, token.strip())
+            token = token.strip()
+            viewer = await (tokens.verify(db, token) if tokens else verify_token(db, token))
         if viewer is None:
             raise NotAuthenticated("the API token is malformed, unknown or revoked")
         return viewer

@@ -122,10 +122,15 @@ def token_list(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def token_revoke(settings: Settings, args: argparse.Namespace) -> int:
+    from loaders.cache import publish_invalidation
     from sources.auth import revoke_token
 
     async def run(db: Any) -> int:
         if await revoke_token(db, args.id):
+            # Serving replicas keep verified tokens for a moment: tell them.
+            await publish_invalidation(
+                settings.redis_url, settings.cache_prefix, [f"token:{args.id}"]
+            )
             print(f"revoked token {args.id}")
             return 0
         print(f"atrium: no active token {args.id}", file=sys.stderr)

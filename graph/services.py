@@ -11,7 +11,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
-from graph.authz import resolve_viewer
+from graph.authz import TokenCache, resolve_viewer
 from graph.context import Context
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
@@ -35,6 +35,7 @@ class Services:
     caches: Caches | None = None  # set by the lifespan
     responses: ResponseCache | None = None  # set by the lifespan unless turned off
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
+    tokens: TokenCache = field(default_factory=TokenCache)
 
     @property
     def database(self) -> Database:
@@ -44,7 +45,7 @@ class Services:
 
     async def viewer(self, request: HTTPConnection | None) -> Viewer:
         """Who is asking; a bad token raises NotAuthenticated."""
-        return await resolve_viewer(request, self.settings, self.database)
+        return await resolve_viewer(request, self.settings, self.database, self.tokens)
 
     async def context(
         self, request: HTTPConnection | None, viewer: Viewer | None = None
@@ -53,7 +54,7 @@ class Services:
         callers name theirs); a bad token raises NotAuthenticated."""
         db = self.database
         if viewer is None:
-            viewer = await resolve_viewer(request, self.settings, db)
+            viewer = await resolve_viewer(request, self.settings, db, self.tokens)
         tags: set[str] = set()
         return Context(
             request=request,

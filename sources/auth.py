@@ -18,6 +18,7 @@ __all__ = [
     "create_token",
     "list_tokens",
     "revoke_token",
+    "token_id_of",
     "verify_token",
 ]
 
@@ -94,12 +95,21 @@ async def create_token(
     return token_id, f"{_PREFIX}_{token_id}_{secret}"
 
 
-async def verify_token(db: Executor, token: str) -> Viewer | None:
-    """The viewer a token stands for, or None for a token that is malformed, unknown or revoked."""
+def token_id_of(token: str) -> str | None:
+    """The id part of a well-formed token (``atr_<id>_<secret>``), else None."""
     prefix, _, rest = token.partition("_")
     token_id, _, secret = rest.partition("_")
     if prefix != _PREFIX or not token_id or not secret or len(token_id) > 32:
         return None
+    return token_id
+
+
+async def verify_token(db: Executor, token: str) -> Viewer | None:
+    """The viewer a token stands for, or None for a token that is malformed, unknown or revoked."""
+    token_id = token_id_of(token)
+    if token_id is None:
+        return None
+    secret = token.split("_", 2)[2]
     row = await db.fetchrow(_LOOKUP, token_id)
     if row is None or not hmac.compare_digest(row["secret_hash"], _hash(secret)):
         return None

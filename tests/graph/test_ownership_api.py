@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -223,6 +224,8 @@ async def test_bad_and_revoked_tokens_are_401(org: Client) -> None:
         )
     ).status_code == 200
     assert await revoke_token(org.services.db, token_id)
+    # As `atrium token revoke` announces it (replicas keep verified tokens for a moment).
+    await org.services.invalidate([f"token:{token_id}"])
     for value in (
         f"Bearer {token}",
         "Bearer atr_nope_nope",
@@ -285,3 +288,31 @@ async def test_sync_runs_in_graphql_and_metrics(org: Client) -> None:
     metrics = (await org.get("/metrics")).text
     assert 'atrium_ldap_sync_runs{outcome="succeeded"} 1.0' in metrics
     assert 'atrium_ldap_sync_last{figure="added"} 10.0' in metrics
+
+
+async def test_a_token_is_looked_up_once_per_moment_and_revocation_reaches_replicas(
+    make_client: AppFactory, redis_url: str, cache_prefix: str
+) -> None:
+    from loaders.cache import publish_invalidation
+
+    client = await make_client(redis_url=redis_url, cache_prefix=cache_prefix)
+    token_id, token = await create_token(client.services.db, "tool", ["read"], None)
+    headers = {"authorization": f"Bearer {token}"}
+    ask = {"query": "{ viewer { authenticatedBy } }"}
+    assert (await client.post("/graphql", json=ask, headers=headers)).status_code == 200
+    queries = client.services.db.queries
+    for _ in range(5):
+        assert (await client.post("/graphql", json=ask, headers=headers)).status_code == 200
+    assert client.services.db.queries == queries, "no token lookup while it is fresh"
+    # Another token's secret with this id is not taken for it.
+    forged = f"atr_{token_id}_{'x' * 43}"
+    assert (
+        await client.post("/graphql", json=ask, headers={"authorization": f"Bearer {forged}"})
+    ).status_code == 401
+    assert await revoke_token(client.services.db, token_id)
+    await publish_invalidation(redis_url, cache_prefix, [f"token:{token_id}"])  # as the CLI
+    for _ in range(100):
+        if (await client.post("/graphql", json=ask, headers=headers)).status_code == 401:
+            break
+        await asyncio.sleep(0.02)
+    assert (await client.post("/graphql", json=ask, headers=headers)).status_code == 401

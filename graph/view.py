@@ -138,8 +138,8 @@ async def graphql_endpoint(request: Request) -> Response:
         else:
             outcome = await request_.run(_operation(payload), None)
             label = outcome.label
-        status = outcome.status
         response = _respond(headers.get(b"if-none-match"), outcome, media_type)
+        status = response.status_code  # 304 when the client has the answer already
     except HTTPError as exc:
         status = exc.status
         response = Response(

@@ -301,6 +301,7 @@ class Caches:
         # Other caches told of every change (the whole-response cache).
         self.subscribers: list[Subscriber] = []
         self._listener: asyncio.Task[None] | None = None
+        self._closing = False
 
     @property
     def redis(self) -> Any:
@@ -343,6 +344,7 @@ class Caches:
             self._listener = asyncio.create_task(self._listen(), name="cache invalidations")
 
     async def stop(self) -> None:
+        self._closing = True
         if self._listener is not None:
             self._listener.cancel()
             await asyncio.gather(self._listener, return_exceptions=True)
@@ -354,7 +356,9 @@ class Caches:
         A replica that missed messages while Redis was away clears its L1: it cannot know
         what changed meanwhile."""
         missed = False
-        while True:
+        # redis-py may turn a cancellation during a command into a connection error: the flag,
+        # not the cancellation alone, ends the loop.
+        while not self._closing:
             try:
                 async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(self.channel)
@@ -368,6 +372,8 @@ class Caches:
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
+                if self._closing:
+                    return
                 missed = True
                 self.stats.add("l2", "error")
                 log.warning("cache invalidation channel lost; retrying", extra={"error": str(exc)})

@@ -33,22 +33,21 @@ from graphql import (
     DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLField,
     GraphQLInterfaceType,
     GraphQLNamedType,
     GraphQLObjectType,
     GraphQLSchema,
-    InlineFragmentNode,
-    OperationDefinitionNode,
     OperationType,
-    SelectionSetNode,
     get_named_type,
+    get_operation_ast,
     is_abstract_type,
     is_composite_type,
 )
 from strawberry.extensions import SchemaExtension
 from strawberry.schema_directive import Location
+
+from graph.documents import fragments_of, selected_fields
 
 __all__ = [
     "CacheControl",
@@ -179,48 +178,18 @@ def static_policy(
 ) -> CachePolicy | None:
     """The policy of a query's answers as the document alone decides it; None for a mutation
     or subscription (never cached) or a document without that operation."""
-    operation = _operation(document, operation_name)
+    operation = get_operation_ast(document, operation_name)
     if operation is None or operation.operation is not OperationType.QUERY:
         return None
-    fragments = {
-        d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-    }
+    fragments = fragments_of(document)
     policy = CachePolicy()
     root = hints.schema.query_type
     assert root is not None
-    for field, parent in _fields(hints.schema, operation.selection_set, root, fragments):
+    for field, parent in selected_fields(hints.schema, operation.selection_set, root, fragments):
         _visit(hints, field, parent, None, policy, fragments)
     if policy.max_age == math.inf:
         policy.max_age = 0  # nothing hinted a lifetime
     return policy
-
-
-def _operation(document: DocumentNode, name: str | None) -> OperationDefinitionNode | None:
-    operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-    if name is None:
-        return operations[0] if len(operations) == 1 else None
-    return next((o for o in operations if o.name and o.name.value == name), None)
-
-
-def _fields(
-    schema: GraphQLSchema,
-    selection_set: SelectionSetNode,
-    parent: GraphQLNamedType,
-    fragments: dict[str, FragmentDefinitionNode],
-) -> Iterator[tuple[FieldNode, GraphQLNamedType]]:
-    """The fields of a selection set with the type each is selected on, fragments expanded."""
-    for selection in selection_set.selections:
-        if isinstance(selection, FieldNode):
-            yield selection, parent
-        elif isinstance(selection, InlineFragmentNode):
-            condition = selection.type_condition
-            on = schema.get_type(condition.name.value) if condition else parent
-            yield from _fields(schema, selection.selection_set, on or parent, fragments)
-        elif isinstance(selection, FragmentSpreadNode):
-            fragment = fragments.get(selection.name.value)
-            if fragment is not None:
-                on = schema.get_type(fragment.type_condition.name.value)
-                yield from _fields(schema, fragment.selection_set, on or parent, fragments)
 
 
 def _visit(
@@ -263,7 +232,7 @@ def _visit(
         policy.private = True
     if composite and node.selection_set is not None:
         below = age if age is not None else math.inf
-        for child, on in _fields(hints.schema, node.selection_set, named, fragments):
+        for child, on in selected_fields(hints.schema, node.selection_set, named, fragments):
             _visit(hints, child, on, below, policy, fragments)
 
 

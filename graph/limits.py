@@ -18,22 +18,23 @@ from typing import Any
 from graphql import (
     FieldNode,
     FragmentDefinitionNode,
-    FragmentSpreadNode,
     GraphQLError,
     GraphQLInterfaceType,
     GraphQLNamedType,
     GraphQLObjectType,
     GraphQLSchema,
-    InlineFragmentNode,
     IntValueNode,
     OperationDefinitionNode,
     SelectionSetNode,
     VariableNode,
     get_named_type,
     get_nullable_type,
+    get_operation_ast,
     is_list_type,
 )
 from strawberry.extensions import SchemaExtension
+
+from graph.documents import fragments_of, selected_fields
 
 __all__ = ["CostLimit", "query_cost"]
 
@@ -53,7 +54,7 @@ def query_cost(
     if root is None:
         return 0
     walker = _Walker(schema, fragments, variables or {}, max_page, assumed_list_size)
-    return walker.selection_cost(operation.selection_set, root, sized=False, seen=frozenset())
+    return walker.selection_cost(operation.selection_set, root, sized=False)
 
 
 class _Walker:
@@ -77,16 +78,11 @@ class _Walker:
         parent: GraphQLNamedType,
         *,
         sized: bool,
-        seen: frozenset[str],
     ) -> int:
-        total = 0
-        for node, on in self._fields(selection_set, parent, seen):
-            total += self.field_cost(node, on, sized=sized, seen=seen)
-        return total
+        fields = selected_fields(self.schema, selection_set, parent, self.fragments)
+        return sum(self.field_cost(node, on, sized=sized) for node, on in fields)
 
-    def field_cost(
-        self, node: FieldNode, parent: GraphQLNamedType, *, sized: bool, seen: frozenset[str]
-    ) -> int:
+    def field_cost(self, node: FieldNode, parent: GraphQLNamedType, *, sized: bool) -> int:
         if node.name.value.startswith("__"):
             return 1
         field = None
@@ -109,7 +105,6 @@ class _Walker:
                 get_named_type(field.type),
                 # Lists right inside a page are the page: edges and nodes of a connection.
                 sized=page is not None,
-                seen=seen,
             )
         return times * (1 + below)
 
@@ -134,23 +129,6 @@ class _Walker:
                 sizes.append(self.max_page)  # a size that is not a number yet: the largest
         return max(sizes) if sizes else None
 
-    def _fields(
-        self, selection_set: SelectionSetNode, parent: GraphQLNamedType, seen: frozenset[str]
-    ) -> Iterator[tuple[FieldNode, GraphQLNamedType]]:
-        for selection in selection_set.selections:
-            if isinstance(selection, FieldNode):
-                yield selection, parent
-            elif isinstance(selection, InlineFragmentNode):
-                condition = selection.type_condition
-                on = self.schema.get_type(condition.name.value) if condition else parent
-                yield from self._fields(selection.selection_set, on or parent, seen)
-            elif isinstance(selection, FragmentSpreadNode):
-                name = selection.name.value
-                fragment = self.fragments.get(name)
-                if fragment is not None and name not in seen:
-                    on = self.schema.get_type(fragment.type_condition.name.value)
-                    yield from self._fields(fragment.selection_set, on or parent, seen | {name})
-
 
 class CostLimit(SchemaExtension):
     """Refuses a valid query whose cost is above ``max_cost``, with code
@@ -172,20 +150,13 @@ class CostLimit(SchemaExtension):
         document = execution_context.graphql_document
         if execution_context.pre_execution_errors or document is None:
             return
-        operations = [d for d in document.definitions if isinstance(d, OperationDefinitionNode)]
-        name = execution_context.operation_name
-        operation = next(
-            (o for o in operations if name is None or (o.name and o.name.value == name)), None
-        )
+        operation = get_operation_ast(document, execution_context.operation_name)
         if operation is None:
             return
-        fragments = {
-            d.name.value: d for d in document.definitions if isinstance(d, FragmentDefinitionNode)
-        }
         cost = query_cost(
             execution_context.schema._schema,
             operation,
-            fragments,
+            fragments_of(document),
             execution_context.variables,
             max_page=self.max_page,
             assumed_list_size=self.assumed_list_size,

@@ -13,26 +13,45 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
 from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
 from graph.settings import Settings
-from graph.view import graphql_endpoint, subscriptions
+from graph.types import Receive, Scope, Send
+from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
 
-__all__ = ["app_from_environment", "create_app", "database_url"]
+__all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
 
 log = logging.getLogger("atrium.app")
 
 
+class AtriumApp(Starlette):
+    """Starlette, with ``/graphql`` over HTTP answered before Starlette's routing and
+    middleware: it is the hot path, and it handles its own errors (``graph.view``)."""
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            path: str = scope["path"]
+            root: str = scope.get("root_path", "")
+            if root and path.startswith(root):
+                path = path[len(root) :]
+            if path == "/graphql":
+                scope["app"] = self
+                await graphql_http(scope, receive, send)
+                return
+        await super().__call__(scope, receive, send)
+
+
 def create_app(
     settings: Settings | None = None, *, plugins: Sequence[Plugin] | None = None
-) -> Starlette:
+) -> AtriumApp:
     """Build the app. ``plugins`` replaces discovery through entry points (tests use it)."""
     settings = settings or Settings()
     found = list(plugins) if plugins is not None else discover_plugins(settings)
@@ -80,14 +99,14 @@ def create_app(
                         task.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
+            flush_logs()
             await services.caches.stop()
             services.responses = None
             await services.db.close()
             services.db = None
 
-    app = Starlette(
+    app = AtriumApp(
         routes=[
-            Route("/graphql", graphql_endpoint, methods=["GET", "POST", "PUT", "PATCH", "DELETE"]),
             WebSocketRoute("/graphql", subscriptions(services)),
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),

@@ -43,6 +43,7 @@ __all__ = [
     "TokenCache",
     "is_admin",
     "resolve_viewer",
+    "viewer_of",
 ]
 
 log = logging.getLogger("atrium.authz")
@@ -94,12 +95,23 @@ async def resolve_viewer(
     db: Database,
     tokens: TokenCache | None = None,
 ) -> Viewer:
-    """The viewer of a request: a bearer token, else a user header from a trusted proxy, else
-    anonymous. A bad token is an error, not anonymity: a tool with a revoked token should
-    hear about it."""
+    """The viewer of a request (or websocket); see ``viewer_of``."""
     if connection is None:
         return Viewer.anonymous(settings.anonymous_read)
-    headers = dict(connection.scope["headers"])  # names are lowercase in ASGI
+    client = connection.client.host if connection.client else None
+    return await viewer_of(dict(connection.scope["headers"]), client, settings, db, tokens)
+
+
+async def viewer_of(
+    headers: dict[bytes, bytes],
+    client: str | None,
+    settings: Settings,
+    db: Database,
+    tokens: TokenCache | None = None,
+) -> Viewer:
+    """The viewer named by a request's headers (lowercase names, as ASGI gives them): a
+    bearer token, else a user header from a trusted proxy, else anonymous. A bad token is an
+    error, not anonymity: a tool with a revoked token should hear about it."""
     authorization = headers.get(b"authorization", b"").decode("latin-1")
     if authorization:
         scheme, _, token = authorization.partition(" ")
@@ -113,7 +125,6 @@ async def resolve_viewer(
     raw_user = headers.get(settings.user_header.lower().encode("latin-1"))
     user = raw_user.decode("latin-1") if raw_user else None
     if user:
-        client = connection.client.host if connection.client else None
         if client is not None and _trusted(client, settings):
             name = normalise_name(user)
             if name:

@@ -201,7 +201,7 @@ def _migrate(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
-    from loaders.cache import publish_invalidation
+    from loaders.announce import publish_invalidation
     from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
     from sources.db import Database

@@ -15,7 +15,7 @@ __all__ = ["persisted_load", "sync_ldap", "token_create", "token_list", "token_r
 
 def sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
     from graph.ownership.directory import directory_config
-    from loaders.cache import publish_invalidation
+    from loaders.announce import publish_invalidation
     from sources.db import Database
     from sources.ldap.sync import SyncInProgress, sync_directory
 
@@ -122,7 +122,7 @@ def token_list(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def token_revoke(settings: Settings, args: argparse.Namespace) -> int:
-    from loaders.cache import publish_invalidation
+    from loaders.announce import publish_invalidation
     from sources.auth import revoke_token
 
     async def run(db: Any) -> int:

@@ -1,32 +1,39 @@
-"""Reading a GraphQL-over-HTTP request: the media type asked for, CSRF prevention, the GET
-parameters or the POST body (capped before it is read whole), and the operations in it."""
+"""Reading a GraphQL-over-HTTP request from its ASGI scope: the media type to answer in, CSRF
+prevention, the GET parameters or the POST body (capped before it is read whole), and the
+operations in it. Nothing here runs anything; a request that cannot be read is an HTTPError.
+
+A console asks the same few persisted GETs over and over: what a query string or an Accept
+header decodes to is remembered, so a repeated GET costs dictionary lookups.
+"""
 
 from __future__ import annotations
 
 import re
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl
 
 import orjson
-from starlette.requests import Request
 
-from graph.services import Services
+from graph.types import Receive, Scope
 
 __all__ = [
     "GRAPHQL_RESPONSE",
+    "HTML",
     "JSON",
     "HTTPError",
+    "Incoming",
     "Operation",
+    "media_type_essence",
     "negotiate",
-    "operation_of",
-    "read_get",
-    "read_post",
-    "refuse_simple_get",
+    "read_request",
+    "refuse_simple_request",
 ]
 
 GRAPHQL_RESPONSE = "application/graphql-response+json"
 JSON = "application/json"
+HTML = "text/html"
 _OPERATION_NAME = re.compile(r"^\s*(?:query|mutation|subscription)\s+([_A-Za-z][_0-9A-Za-z]*)")
 
 
@@ -47,42 +54,125 @@ class HTTPError(Exception):
         self.code = code
 
 
-@dataclass(slots=True)
+@dataclass(slots=True, eq=False)
 class Operation:
+    """One operation of a request. Those of GET requests are shared by every request with the
+    same query string: read them, never change them."""
+
     query: str | None
     variables: dict[str, Any] | None
     operation_name: str | None
     extensions: dict[str, Any] | None
+    label: str | None = field(init=False)
+    # The variables in one canonical spelling, for cache keys; worked out on first need.
+    _variables_key: str | None = field(init=False, default=None)
+
+    def __post_init__(self) -> None:
+        name = self.operation_name
+        if not name:
+            match = _OPERATION_NAME.match(self.query or "")
+            name = match[1] if match else None
+        self.label = name
 
     @property
-    def label(self) -> str | None:
-        if self.operation_name:
-            return self.operation_name
-        match = _OPERATION_NAME.match(self.query or "")
-        return match[1] if match else None
+    def variables_key(self) -> str:
+        if self._variables_key is None:
+            self._variables_key = orjson.dumps(
+                self.variables or {}, option=orjson.OPT_SORT_KEYS
+            ).decode()
+        return self._variables_key
 
 
-# Any of these makes a GET one a browser would preflight cross-site (Apollo's CSRF rule).
-_PREFLIGHT_HEADERS = (b"apollo-require-preflight", b"x-apollo-operation-name", b"x-atrium-client")
+@dataclass(slots=True)
+class Incoming:
+    """A request's operations, and whether they came as a batch (a JSON list)."""
+
+    method: str
+    operations: list[Operation]
+    batch: bool = False
 
 
-def refuse_simple_get(headers: dict[bytes, bytes]) -> None:
-    if not any(name in headers for name in _PREFLIGHT_HEADERS):
-        raise HTTPError(
-            400,
-            "GET requests must carry an apollo-require-preflight (or x-apollo-operation-name) "
-            "header: without one a browser could send them cross-site",
-            code="CSRF_PREVENTED",
-        )
+async def read_request(
+    scope: Scope,
+    receive: Receive,
+    headers: dict[bytes, bytes],
+    *,
+    csrf_prevention: bool,
+    max_body_bytes: int,
+    max_batch: int,
+) -> Incoming:
+    method: str = scope["method"]
+    if method == "GET":
+        if csrf_prevention:
+            refuse_simple_request(headers)
+        return Incoming(method, [_get_operation(scope.get("query_string", b""))])
+    if method != "POST":
+        raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
+    if csrf_prevention:
+        refuse_simple_request(headers)
+    payload = await _read_post(headers, receive, max_body_bytes)
+    if not isinstance(payload, list):
+        return Incoming(method, [operation_of(payload)])
+    if not payload:
+        raise HTTPError(400, "an empty batch has nothing to run")
+    if len(payload) > max_batch:
+        raise HTTPError(400, f"a batch may hold at most {max_batch} operations")
+    return Incoming(method, [operation_of(p) for p in payload], batch=True)
 
 
-def negotiate(accept: str | None) -> str:
-    """The response media type for an Accept header; ``text/html`` means a browser asked."""
+# Apollo Server's CSRF rule: a request a browser could send cross-site without a preflight
+# (no Content-Type, or one of these three) must carry one of these headers, non-empty.
+_SIMPLE_CONTENT_TYPES = frozenset(
+    {"text/plain", "application/x-www-form-urlencoded", "multipart/form-data"}
+)
+_PREFLIGHT_HEADERS = (
+    b"apollo-require-preflight",
+    b"x-apollo-operation-name",
+    b"graphql-require-preflight",
+)
+_TOKEN = re.compile(r"^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+
+
+def refuse_simple_request(headers: dict[bytes, bytes]) -> None:
+    """Refuse what a page elsewhere could make a signed-in browser send (Apollo's rule)."""
+    content_type = headers.get(b"content-type")
+    if content_type is not None and media_type_essence(content_type) not in _SIMPLE_CONTENT_TYPES:
+        return  # a type a browser preflights, or one that does not parse
+    if any(headers.get(name) for name in _PREFLIGHT_HEADERS):
+        return
+    raise HTTPError(
+        400,
+        "This operation has been blocked as a potential Cross-Site Request Forgery (CSRF). "
+        "Send a Content-Type other than text/plain, application/x-www-form-urlencoded or "
+        "multipart/form-data (application/json, say), or a non-empty apollo-require-preflight "
+        "(or graphql-require-preflight, or x-apollo-operation-name) header.",
+        code="CSRF_PREVENTED",
+    )
+
+
+def media_type_essence(value: bytes) -> str | None:
+    """``type/subtype`` of a Content-Type, lowercase, as WHATWG's MIME sniffing parses it;
+    None when it does not parse."""
+    found: str | None = _ESSENCES.get(value)
+    if found is None:
+        text = value.decode("latin-1").split(";", 1)[0].strip(" \t\r\n")
+        kind, slash, subtype = text.partition("/")
+        found = text.lower() if slash and _TOKEN.match(kind) and _TOKEN.match(subtype) else ""
+        _ESSENCES.put(value, found)
+    return found or None
+
+
+def negotiate(accept: bytes | None) -> str:
+    """The response media type for an Accept header; ``text/html`` means a browser asked.
+
+    No Accept at all is answered in ``application/graphql-response+json`` (the draft's rule
+    since its 2025 watershed); ``*/*`` and ``application/*`` in ``application/json``, which
+    legacy clients read whatever the status."""
     if not accept:
         return GRAPHQL_RESPONSE
     found: str | None = _ACCEPT.get(accept)
     if found is None:
-        found = _rank(accept)
+        found = _rank(accept.decode("latin-1"))
         _ACCEPT.put(accept, found)
     return found
 
@@ -94,7 +184,7 @@ def _rank(accept: str) -> str:
         quality = 1.0
         for param in params.split(";"):
             key, _, value = param.strip().partition("=")
-            if key == "q":
+            if key.strip().lower() == "q":
                 try:
                     quality = float(value)
                 except ValueError:
@@ -102,74 +192,81 @@ def _rank(accept: str) -> str:
         if quality > 0:
             ranked.append((-quality, index, media.strip().lower()))
     for _, _, media in sorted(ranked):
-        if media in (GRAPHQL_RESPONSE, "application/*", "*/*"):
+        if media == GRAPHQL_RESPONSE:
             return GRAPHQL_RESPONSE
-        if media == JSON:
+        if media in (JSON, "application/*", "*/*"):
             return JSON
-        if media == "text/html":
-            return "text/html"
+        if media == HTML:
+            return HTML
     raise HTTPError(406, f"this endpoint answers {GRAPHQL_RESPONSE} or {JSON}")
 
 
 class _Memo:
-    """A small LRU of pure functions' results on short inputs. A console asks the same few
-    persisted GETs over and over: their query strings are decoded once."""
+    """A small LRU of a pure function's results on short inputs."""
 
     def __init__(self, size: int = 1024, longest: int = 4096) -> None:
         self.size = size
         self.longest = longest
-        self._items: OrderedDict[Any, Any] = OrderedDict()
+        self._items: OrderedDict[bytes, Any] = OrderedDict()
 
-    def get(self, key: Any) -> Any:
+    def get(self, key: bytes) -> Any:
         found = self._items.get(key)
         if found is not None:
             self._items.move_to_end(key)
         return found
 
-    def put(self, key: Any, value: Any) -> None:
+    def put(self, key: bytes, value: Any) -> None:
         if len(key) <= self.longest:
             self._items[key] = value
             if len(self._items) > self.size:
                 self._items.popitem(last=False)
 
 
-_GET_PARAMS = _Memo()
+_GET_OPERATIONS = _Memo()
 _ACCEPT = _Memo(size=256)
+_ESSENCES = _Memo(size=256)
 
 
-def read_get(request: Request) -> dict[str, Any]:
-    """The GET parameters, with variables and extensions decoded. The result may be shared by
-    requests with the same query string: read it, never change it."""
-    raw: bytes = request.scope.get("query_string", b"")
-    found: dict[str, Any] | None = _GET_PARAMS.get(raw)
+def _get_operation(query_string: bytes) -> Operation:
+    found: Operation | None = _GET_OPERATIONS.get(query_string)
     if found is not None:
         return found
-    params: dict[str, Any] = dict(request.query_params)
+    params: dict[str, Any] = dict(
+        parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8")
+    )
     for key in ("variables", "extensions"):
         if params.get(key):
             try:
                 params[key] = orjson.loads(params[key])
             except orjson.JSONDecodeError:
                 raise HTTPError(400, f"the {key} parameter is not valid JSON") from None
-    _GET_PARAMS.put(raw, params)
-    return params
+        else:
+            params.pop(key, None)
+    operation = operation_of(params)
+    _GET_OPERATIONS.put(query_string, operation)
+    return operation
 
 
-async def read_post(request: Request, services: Services) -> Any:
-    content_type = request.headers.get("content-type", "").split(";")[0].strip().lower()
-    if content_type != JSON:
+async def _read_post(headers: dict[bytes, bytes], receive: Receive, limit: int) -> Any:
+    content_type = headers.get(b"content-type")
+    if content_type is None or media_type_essence(content_type) != JSON:
         raise HTTPError(415, f"POST a body of type {JSON}")
-    limit = services.settings.max_body_bytes
-    declared = request.headers.get("content-length")
+    declared = headers.get(b"content-length")
     if declared is not None and declared.isdigit() and int(declared) > limit:
         raise HTTPError(413, f"the body is larger than {limit} bytes")
     chunks = []
     size = 0
-    async for chunk in request.stream():
+    while True:
+        message = await receive()
+        if message["type"] != "http.request":
+            raise HTTPError(400, "the client went away before the body was read")
+        chunk: bytes = message.get("body", b"")
         size += len(chunk)
         if size > limit:
             raise HTTPError(413, f"the body is larger than {limit} bytes")
         chunks.append(chunk)
+        if not message.get("more_body", False):
+            break
     try:
         return orjson.loads(b"".join(chunks))
     except orjson.JSONDecodeError as exc:

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graph.http_input import HTTPError
 from sources.db import Database
 from sources.persisted import (
     PersistedDocument,
@@ -25,38 +26,33 @@ from sources.persisted import (
     trust_documents,
 )
 
-__all__ = ["PersistedQueries", "PersistedRequest", "ProtocolError", "read_manifest", "trust"]
+__all__ = [
+    "Document",
+    "PersistedQueries",
+    "PersistedQueryMiss",
+    "read_manifest",
+    "trust",
+]
 
 _HASH = re.compile(r"^[0-9a-f]{64}$")
-NOT_FOUND = {
-    "message": "PersistedQueryNotFound",
-    "extensions": {"code": "PERSISTED_QUERY_NOT_FOUND"},
-}
-NOT_SUPPORTED = {
-    "message": "PersistedQueryNotSupported",
-    "extensions": {"code": "PERSISTED_QUERY_NOT_SUPPORTED"},
-}
-# An answer a client must not cache: it will send the document next.
-NO_CACHE = {"Cache-Control": "private, no-cache, must-revalidate"}
 
 
-class ProtocolError(Exception):
-    """A request the protocol refuses: HTTP ``status``, ``code`` for the client."""
+class PersistedQueryMiss(Exception):
+    """A hash Atrium cannot run, answered (HTTP 200, no ``data``) so the client sends the
+    document's text next, or gives up on persisted queries."""
 
-    def __init__(self, status: int, message: str, code: str) -> None:
+    def __init__(self, message: str, code: str) -> None:
         super().__init__(message)
-        self.status = status
-        self.code = code
+        self.error = {"message": message, "extensions": {"code": code}}
 
 
-@dataclass(slots=True)
-class PersistedRequest:
-    """What to run, and whether to remember it once it validates."""
+@dataclass(frozen=True, slots=True)
+class Document:
+    """The document an operation runs."""
 
-    query: str | None
-    store_as: str | None = None
-    answer: dict[str, Any] | None = None  # an answer given without running anything
-    digest: str | None = None  # the document's hash, when it is a persisted one
+    text: str | None
+    digest: str | None = None  # its hash, when it is a persisted (or trusted) document
+    new: bool = False  # sent with its hash and not known yet: kept once it validates
 
 
 class PersistedQueries:
@@ -67,6 +63,43 @@ class PersistedQueries:
         self.trusted_only = trusted_only
         self.capacity = capacity
         self._known: OrderedDict[str, PersistedDocument] = OrderedDict()
+
+    async def document(
+        self, db: Database, query: str | None, extensions: dict[str, Any] | None
+    ) -> Document:
+        """What an operation runs. Raises PersistedQueryMiss for a hash to answer without
+        running anything, HTTPError for a request the protocol refuses."""
+        persisted = extensions.get("persistedQuery") if extensions else None
+        if persisted is None:
+            if self.trusted_only:
+                text_hash = document_hash(query or "")
+                await self._require_trusted(db, text_hash)
+                return Document(query, text_hash)
+            return Document(query)
+        if not isinstance(persisted, dict) or persisted.get("version") != 1:
+            raise HTTPError(400, "Unsupported persisted query version")
+        digest = persisted.get("sha256Hash")
+        if not isinstance(digest, str) or not _HASH.match(digest):
+            raise HTTPError(400, "sha256Hash must be 64 lowercase hex digits")
+        if not self.enabled and not self.trusted_only:
+            raise PersistedQueryMiss("PersistedQueryNotSupported", "PERSISTED_QUERY_NOT_SUPPORTED")
+        if query:
+            if document_hash(query) != digest:
+                raise HTTPError(400, "provided sha does not match query")
+            if self.trusted_only:
+                await self._require_trusted(db, digest)
+                return Document(query, digest)
+            return Document(query, digest, new=await self._find(db, digest) is None)
+        known = await self._find(db, digest)
+        if known is None or (self.trusted_only and not known.trusted):
+            raise PersistedQueryMiss("PersistedQueryNotFound", "PERSISTED_QUERY_NOT_FOUND")
+        return Document(known.body, digest)
+
+    async def learn(self, db: Database, document: Document) -> None:
+        """Keep a document sent with its hash, now that it has parsed and validated."""
+        if document.new and document.digest is not None and document.text:
+            await store_document(db, document.digest, document.text)
+            self._remember(document.digest, PersistedDocument(document.text, False))
 
     async def _find(self, db: Database, digest: str) -> PersistedDocument | None:
         found = self._known.get(digest)
@@ -84,49 +117,14 @@ class PersistedQueries:
         while len(self._known) > self.capacity:
             self._known.popitem(last=False)
 
-    async def prepare(
-        self, db: Database, query: str | None, extensions: dict[str, Any] | None
-    ) -> PersistedRequest:
-        persisted = (extensions or {}).get("persistedQuery")
-        if persisted is None:
-            if self.trusted_only:
-                text_hash = document_hash(query or "")
-                await self._require_trusted(db, text_hash)
-                return PersistedRequest(query, digest=text_hash)
-            return PersistedRequest(query)
-        if not isinstance(persisted, dict) or persisted.get("version") != 1:
-            raise ProtocolError(400, "Unsupported persisted query version", "BAD_REQUEST")
-        digest = persisted.get("sha256Hash")
-        if not isinstance(digest, str) or not _HASH.match(digest):
-            raise ProtocolError(400, "sha256Hash must be 64 lowercase hex digits", "BAD_REQUEST")
-        if not self.enabled and not self.trusted_only:
-            return PersistedRequest(None, answer={"errors": [NOT_SUPPORTED]})
-        if query:
-            if document_hash(query) != digest:
-                raise ProtocolError(400, "provided sha does not match query", "BAD_REQUEST")
-            if self.trusted_only:
-                await self._require_trusted(db, digest)
-                return PersistedRequest(query, digest=digest)
-            known = await self._find(db, digest)
-            return PersistedRequest(query, store_as=None if known else digest, digest=digest)
-        known = await self._find(db, digest)
-        if known is None or (self.trusted_only and not known.trusted):
-            return PersistedRequest(None, answer={"errors": [NOT_FOUND]})
-        return PersistedRequest(known.body, digest=digest)
-
-    async def remember(self, db: Database, digest: str, body: str) -> None:
-        """Store a document that parsed and validated."""
-        await store_document(db, digest, body)
-        self._remember(digest, PersistedDocument(body, False))
-
     async def _require_trusted(self, db: Database, digest: str) -> None:
         known = await self._find(db, digest)
         if known is None or not known.trusted:
-            raise ProtocolError(
+            raise HTTPError(
                 400,
                 "only trusted documents run in production: add this operation to the "
                 "persisted-query manifest and load it with `atrium persisted load`",
-                "OPERATION_NOT_TRUSTED",
+                code="OPERATION_NOT_TRUSTED",
             )
 
 

@@ -11,8 +11,9 @@ from strawberry.types import ExecutionResult
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
-from graph.authz import TokenCache, resolve_viewer
+from graph.authz import TokenCache, resolve_viewer, viewer_of
 from graph.context import Context
+from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
 from graph.settings import Settings
@@ -36,6 +37,7 @@ class Services:
     responses: ResponseCache | None = None  # set by the lifespan unless turned off
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
     tokens: TokenCache = field(default_factory=TokenCache)
+    access_log: AccessLog = field(default_factory=AccessLog)
 
     @property
     def database(self) -> Database:
@@ -46,6 +48,18 @@ class Services:
     async def viewer(self, request: HTTPConnection | None) -> Viewer:
         """Who is asking; a bad token raises NotAuthenticated."""
         return await resolve_viewer(request, self.settings, self.database, self.tokens)
+
+    async def viewer_of(self, headers: dict[bytes, bytes], client: str | None) -> Viewer:
+        """Who is asking, from a request's headers and address; a bad token raises
+        NotAuthenticated."""
+        return await viewer_of(headers, client, self.settings, self.database, self.tokens)
+
+    def record_request(
+        self, method: str, operation: str | None, status: int, seconds: float
+    ) -> None:
+        """Count and log one answered request."""
+        self.metrics.observe_request(operation, status, seconds)
+        self.access_log.record(method, operation, status, seconds)
 
     async def context(
         self, request: HTTPConnection | None, viewer: Viewer | None = None

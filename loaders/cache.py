@@ -11,133 +11,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import sys
-import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Iterable
-from dataclasses import dataclass, field
+from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
 
 import orjson
 
-__all__ = [
-    "CacheStats",
-    "Caches",
-    "MemoryCache",
-    "MultiLevelCache",
-    "SharedRedis",
-    "Subscriber",
-    "publish_invalidation",
-]
+from loaders.memory import MISSING, CacheStats, MemoryCache
+from loaders.shared import SharedRedis
+
+__all__ = ["Caches", "MultiLevelCache", "Subscriber", "json_codec"]
 
 log = logging.getLogger("atrium.cache")
-
-_MISSING = object()
-# After a Redis failure, leave it alone this long rather than slow every request down.
-_REDIS_PAUSE = 5.0
-
-
-@dataclass(slots=True)
-class CacheStats:
-    """Hits and misses per level, for /metrics."""
-
-    counts: dict[tuple[str, str], int] = field(default_factory=dict)
-
-    def add(self, level: str, outcome: str, n: int = 1) -> None:
-        if n:
-            self.counts[level, outcome] = self.counts.get((level, outcome), 0) + n
-
-
-class MemoryCache:
-    """L1: an LRU bounded by entries and by (approximate) bytes, each entry with a TTL."""
-
-    def __init__(
-        self,
-        *,
-        max_entries: int,
-        max_bytes: int,
-        ttl: float,
-        on_drop: Callable[[Hashable], None] | None = None,
-    ) -> None:
-        self.max_entries = max_entries
-        self.max_bytes = max_bytes
-        self.ttl = ttl
-        self.on_drop = on_drop  # told of every key that leaves, however it leaves
-        self.bytes = 0
-        self._items: OrderedDict[Hashable, tuple[float, int, Any]] = OrderedDict()
-
-    def __len__(self) -> int:
-        return len(self._items)
-
-    def get(self, key: Hashable) -> Any:
-        item = self._items.get(key)
-        if item is None:
-            return _MISSING
-        expires, _, value = item
-        if expires < time.monotonic():
-            self.discard(key)
-            return _MISSING
-        self._items.move_to_end(key)
-        return value
-
-    def set(
-        self, key: Hashable, value: Any, size: int | None = None, ttl: float | None = None
-    ) -> None:
-        self.discard(key)
-        size = size if size is not None else sys.getsizeof(value)
-        self._items[key] = (time.monotonic() + (self.ttl if ttl is None else ttl), size, value)
-        self.bytes += size
-        while self._items and (len(self._items) > self.max_entries or self.bytes > self.max_bytes):
-            dropped_key, (_, dropped, _) = self._items.popitem(last=False)
-            self.bytes -= dropped
-            if self.on_drop is not None:
-                self.on_drop(dropped_key)
-
-    def discard(self, key: Hashable) -> None:
-        item = self._items.pop(key, None)
-        if item is not None:
-            self.bytes -= item[1]
-            if self.on_drop is not None:
-                self.on_drop(key)
-
-    def clear(self) -> None:
-        if self.on_drop is not None:
-            for key in self._items:
-                self.on_drop(key)
-        self._items.clear()
-        self.bytes = 0
 
 
 Encode = Callable[[Any], bytes]
 Decode = Callable[[bytes], Any]
-
-
-class SharedRedis:
-    """The Redis every cache of a process shares, and what to do when it stops answering:
-    leave it alone for a few seconds, count the failure, say so in the log once a minute."""
-
-    def __init__(self, redis: Any, prefix: str, stats: CacheStats) -> None:
-        self.redis = redis
-        self.prefix = prefix
-        self.stats = stats
-        self.failures = 0
-        self._paused_until = 0.0
-        self._last_warning = 0.0
-
-    def usable(self) -> bool:
-        return self.redis is not None and time.monotonic() >= self._paused_until
-
-    def failed(self, exc: Exception, cache: str) -> None:
-        self.failures += 1
-        self.stats.add("l2", "error")
-        now = time.monotonic()
-        self._paused_until = now + _REDIS_PAUSE
-        if now - self._last_warning > 60:
-            self._last_warning = now
-            log.warning(
-                "Redis is not answering; serving from the in-process cache and the database",
-                extra={"cache": cache, "error": str(exc) or type(exc).__name__},
-            )
 
 
 class MultiLevelCache:
@@ -175,7 +63,7 @@ class MultiLevelCache:
         wanted: list[str] = []
         for key in dict.fromkeys(keys):
             value = self.l1.get(key)
-            if value is _MISSING:
+            if value is MISSING:
                 wanted.append(key)
             else:
                 found[key] = value
@@ -386,24 +274,3 @@ class Subscriber(Protocol):
     async def invalidate(self, keys: list[str]) -> None: ...
 
     def clear_local(self) -> None: ...
-
-
-async def publish_invalidation(redis_url: str | None, prefix: str, keys: Iterable[str]) -> None:
-    """For processes without caches of their own (the CLI): drop the shared entries and tell
-    the serving replicas."""
-    keys = sorted(set(keys))
-    if not redis_url or not keys:
-        return
-    import redis.asyncio as aioredis
-
-    from loaders.responses import drop_shared_responses
-
-    client = aioredis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
-    try:
-        await client.delete(*(f"{prefix}:entity:{k}" for k in keys))
-        await drop_shared_responses(client, prefix, keys)
-        await client.publish(f"{prefix}:invalidate", orjson.dumps(keys))
-    except Exception as exc:
-        log.warning("could not announce changes to the caches", extra={"error": str(exc)})
-    finally:
-        await client.aclose()

@@ -22,9 +22,18 @@ from typing import Any
 
 import orjson
 
-from loaders.cache import _MISSING, CacheStats, MemoryCache, SharedRedis
+from loaders.memory import MISSING, CacheStats, MemoryCache
+from loaders.shared import SharedRedis
+from sources.auth import Viewer
 
-__all__ = ["CachedAnswer", "ResponseCache", "drop_shared_responses", "tags_changed_by"]
+__all__ = [
+    "CachedAnswer",
+    "ResponseCache",
+    "answer_keys",
+    "drop_shared_responses",
+    "etag_of",
+    "tags_changed_by",
+]
 
 WHOLE_CATALOG = "catalog"
 # How many recent changes a replica remembers to check answers being computed against.
@@ -67,6 +76,15 @@ class CachedAnswer:
 
 def etag_of(body: bytes) -> str:
     return '"' + hashlib.blake2b(body, digest_size=16).hexdigest() + '"'
+
+
+def answer_keys(
+    digest: str, operation_name: str | None, variables: str, viewer: Viewer
+) -> tuple[str, str]:
+    """The keys an answer may be kept under: the one everyone shares (every field it read
+    is public), and the viewer's own. ``variables`` is their canonical JSON."""
+    base = f"{digest}|{operation_name or ''}|{variables}"
+    return f"public|{base}", f"viewer|{viewer.via}|{viewer.ref}|{viewer.token_name}|{base}"
 
 
 def tags_changed_by(keys: Iterable[str]) -> set[str]:
@@ -116,7 +134,7 @@ class ResponseCache:
         """The first answer found under these keys (most shared first)."""
         for key in keys:
             found = self.l1.get(key)
-            if found is not _MISSING:
+            if found is not MISSING:
                 self.stats.add("response", "hit")
                 return found  # type: ignore[no-any-return]
         self.stats.add("response", "miss")

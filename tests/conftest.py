@@ -243,7 +243,12 @@ async def make_client(database_url: str) -> AsyncIterator[AppFactory]:
         app = create_app(settings, plugins=plugins if plugins is not None else [])
         lifespan = app.router.lifespan_context(app)
         await lifespan.__aenter__()
-        client = Client(transport=httpx.ASGITransport(app=app), base_url="http://atrium.test")
+        # As GraphQL-over-HTTP clients ask (httpx's own default, */*, is answered as JSON).
+        client = Client(
+            transport=httpx.ASGITransport(app=app),
+            base_url="http://atrium.test",
+            headers={"accept": "application/graphql-response+json, application/json;q=0.9"},
+        )
         client.app = app
         stack.append((app, lifespan, client))
         return client

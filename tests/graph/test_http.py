@@ -50,18 +50,18 @@ async def test_parse_error_is_400_without_data(client: Client) -> None:
     assert body["errors"][0]["extensions"]["code"] == "GRAPHQL_PARSE_FAILED"
 
 
-async def test_validation_error_is_422(client: Client) -> None:
+async def test_validation_error_is_400(client: Client) -> None:
     response = await client.post("/graphql", json={"query": "{ nope }"})
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert response.json()["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
 
 
-async def test_variables_that_do_not_coerce_are_422(client: Client) -> None:
+async def test_variables_that_do_not_coerce_are_400(client: Client) -> None:
     response = await client.post(
         "/graphql",
         json={"query": "query Q($r: String!) { entity(ref: $r) { ref } }", "variables": {"r": 5}},
     )
-    assert response.status_code == 422
+    assert response.status_code == 400
     assert "data" not in response.json()
 
 
@@ -91,11 +91,35 @@ async def test_field_errors_keep_partial_data(client: Client) -> None:
     [
         ("application/x-www-form-urlencoded", b"query=%7B__typename%7D"),
         ("text/plain", b'{"query":"{__typename}"}'),
+        ("application/xml", b"<query/>"),
     ],
 )
 async def test_other_media_types_are_415(client: Client, content_type: str, body: bytes) -> None:
-    response = await client.post("/graphql", content=body, headers={"content-type": content_type})
+    # With a preflight header CSRF prevention lets them through; the media type does not.
+    response = await client.post(
+        "/graphql",
+        content=body,
+        headers={"content-type": content_type, "graphql-require-preflight": "1"},
+    )
     assert response.status_code == 415
+
+
+async def test_no_accept_is_graphql_response_json_and_star_is_json(client: Client) -> None:
+    """The draft since its 2025 watershed: no Accept means application/graphql-response+json;
+    */* (curl, legacy clients) is answered as application/json, with 200 for any GraphQL
+    error."""
+    bare = await client.post("/graphql", json={"query": "{ nope }"}, headers={"accept": ""})
+    assert bare.status_code == 400 and bare.headers["content-type"] == GQL
+    star = await client.post("/graphql", json={"query": "{ nope }"}, headers={"accept": "*/*"})
+    assert star.status_code == 200
+    assert star.headers["content-type"] == "application/json"
+    assert star.json()["errors"][0]["extensions"]["code"] == "GRAPHQL_VALIDATION_FAILED"
+    preferred = await client.post(
+        "/graphql",
+        json={"query": QUERY},
+        headers={"accept": "application/json;q=0.5, application/graphql-response+json"},
+    )
+    assert preferred.headers["content-type"] == GQL
 
 
 async def test_unacceptable_accept_is_406(client: Client) -> None:
@@ -168,7 +192,7 @@ async def test_too_many_tokens_and_too_deep_are_refused(make_client: AppFactory)
             "query": '{ entity(ref: "api:x") { ... on API { owner { ... on Group { parent { parent { name } } } } } } }'
         },
     )
-    assert deep.status_code == 422 and "depth" in deep.text.lower()
+    assert deep.status_code == 400 and "depth" in deep.text.lower()
 
 
 async def test_batches_run_each_operation(client: Client) -> None:
@@ -212,7 +236,7 @@ async def test_production_disables_introspection(make_client: AppFactory) -> Non
     client = await make_client(mode="production")
     await trusted(client, "{ __schema { types { name } } }")
     response = await client.post("/graphql", json={"query": "{ __schema { types { name } } }"})
-    assert response.status_code == 422
+    assert response.status_code == 400
 
 
 async def test_health_readiness_and_metrics(client: Client) -> None:

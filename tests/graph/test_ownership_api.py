@@ -293,7 +293,7 @@ async def test_sync_runs_in_graphql_and_metrics(org: Client) -> None:
 async def test_a_token_is_looked_up_once_per_moment_and_revocation_reaches_replicas(
     make_client: AppFactory, redis_url: str, cache_prefix: str
 ) -> None:
-    from loaders.cache import publish_invalidation
+    from loaders.announce import publish_invalidation
 
     client = await make_client(redis_url=redis_url, cache_prefix=cache_prefix)
     token_id, token = await create_token(client.services.db, "tool", ["read"], None)

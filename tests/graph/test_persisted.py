@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import orjson
+import pytest
 
 from graph.persisted import read_manifest, trust
 from sources.persisted import document_hash
@@ -54,7 +55,7 @@ async def test_a_document_that_does_not_validate_is_not_stored(client: Client) -
     response = await client.post(
         "/graphql", json={"query": bad, "extensions": apq(document_hash(bad))}
     )
-    assert response.status_code == 422
+    assert response.status_code == 400
     again = await client.post("/graphql", json={"extensions": apq(document_hash(bad))})
     assert again.json()["errors"][0]["message"] == "PersistedQueryNotFound"
 
@@ -143,17 +144,56 @@ def test_bad_manifests_are_refused(tmp_path: Path) -> None:
             read_manifest(path)
 
 
-async def test_simple_gets_are_refused_as_csrf(client: Client) -> None:
-    plain = await client.get("/graphql", params={"query": QUERY})
-    assert plain.status_code == 400
-    assert plain.json()["errors"][0]["extensions"]["code"] == "CSRF_PREVENTED"
-    form = await client.post(
+@pytest.mark.parametrize(
+    ("method", "headers", "body"),
+    [
+        ("GET", {}, None),
+        ("GET", {"content-type": "text/plain"}, None),
+        ("GET", {"apollo-require-preflight": ""}, None),  # present but empty
+        ("POST", {"content-type": "application/x-www-form-urlencoded"}, b"query=%7Bx%7D"),
+        ("POST", {"content-type": "text/plain; charset=utf-8"}, b'{"query": "{ __typename }"}'),
+        ("POST", {"content-type": "multipart/form-data; boundary=x"}, b"--x--"),
+        ("POST", {"content-type": "TEXT/Plain"}, b'{"query": "{ __typename }"}'),
+    ],
+)
+async def test_requests_a_browser_sends_cross_site_are_refused(
+    client: Client, method: str, headers: dict[str, str], body: bytes | None
+) -> None:
+    """Apollo Server's CSRF rule: no Content-Type, or one a browser sends without a preflight,
+    and no preflight header either."""
+    response = await client.request(
+        method,
         "/graphql",
-        content=b"query=x",
-        headers={"content-type": "application/x-www-form-urlencoded"},
+        params={"query": QUERY} if method == "GET" else None,
+        content=body,
+        headers=headers,
     )
-    assert form.status_code == 415
-    preflighted = await client.get(
-        "/graphql", params={"query": QUERY}, headers={"x-apollo-operation-name": "Q"}
-    )
-    assert preflighted.status_code == 200
+    assert response.status_code == 400
+    assert response.json()["errors"][0]["extensions"]["code"] == "CSRF_PREVENTED"
+    assert await client.services.db.fetchval("select count(*) from persisted_queries") == 0
+
+
+@pytest.mark.parametrize(
+    "headers",
+    [
+        # Apollo Client (web) sends this on every request, GETs included, and nothing else.
+        {"content-type": "application/json"},
+        {"apollo-require-preflight": "true"},
+        {"x-apollo-operation-name": "Q"},  # Apollo iOS and Kotlin
+        {"graphql-require-preflight": "1"},  # the GraphQL-over-HTTP draft's own
+        {"content-type": "text/plain", "apollo-require-preflight": "true"},
+        {"content-type": "not a media type"},  # unparsable: no browser sends it unpreflighted
+    ],
+)
+async def test_clients_headers_pass_csrf_prevention(
+    client: Client, headers: dict[str, str]
+) -> None:
+    response = await client.get("/graphql", params={"query": QUERY}, headers=headers)
+    assert response.status_code == 200, response.text
+    assert response.json() == {"data": {"entity": None}}
+
+
+async def test_csrf_prevention_can_be_turned_off(make_client: AppFactory) -> None:
+    client = await make_client(csrf_prevention=False)
+    response = await client.get("/graphql", params={"query": QUERY})
+    assert response.status_code == 200

@@ -6,8 +6,10 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
-from loaders.cache import CacheStats, SharedRedis, publish_invalidation
+from loaders.announce import publish_invalidation
+from loaders.memory import CacheStats
 from loaders.responses import CachedAnswer, ResponseCache, etag_of
+from loaders.shared import SharedRedis
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, redis_server

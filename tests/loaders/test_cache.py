@@ -7,14 +7,10 @@ from typing import Any
 
 import pytest
 
-from loaders.cache import (
-    CacheStats,
-    MemoryCache,
-    MultiLevelCache,
-    SharedRedis,
-    json_codec,
-    publish_invalidation,
-)
+from loaders.announce import publish_invalidation
+from loaders.cache import MultiLevelCache, json_codec
+from loaders.memory import CacheStats, MemoryCache
+from loaders.shared import SharedRedis
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, redis_server
@@ -36,7 +32,7 @@ def test_memory_cache_bounds_entries_bytes_and_age(monkeypatch: pytest.MonkeyPat
     cache.set("big", "x", size=995)
     assert len(cache) == 1 and cache.bytes == 995
     clock = [100.0]
-    monkeypatch.setattr("loaders.cache.time.monotonic", lambda: clock[0])
+    monkeypatch.setattr("loaders.memory.time.monotonic", lambda: clock[0])
     cache.set("old", 1, size=1)
     clock[0] += 11
     assert cache.get("old") is not cache.get("big") and "old" not in cache._items

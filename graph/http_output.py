@@ -1,0 +1,138 @@
+"""Writing a GraphQL-over-HTTP answer: the body and status of a result as the draft says them,
+the caching headers of a GET, ``304 Not Modified`` for a client that has the answer already.
+
+Status codes under ``application/graphql-response+json``: a request that fails before execution
+(a document that does not parse or validate, variables that do not coerce) is 400 and has no
+``data``; anything that executed is 200. Under ``application/json`` every executed answer is
+200, as legacy clients (Apollo Client among them) expect.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import orjson
+from graphql import GraphQLError
+from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
+
+from graph.errors import format_error
+from graph.http_input import JSON, HTTPError
+from graph.types import Send
+
+__all__ = [
+    "INTERNAL_ERROR",
+    "NO_CACHE",
+    "NO_STORE",
+    "Outcome",
+    "cache_headers",
+    "encode_json",
+    "error_outcome",
+    "result_outcome",
+    "send_outcome",
+]
+
+Headers = list[tuple[bytes, bytes]]
+
+NO_STORE: Final = [(b"cache-control", b"no-store")]
+# An answer a client must not cache: a persisted-query miss, which it follows with the text.
+NO_CACHE: Final = [(b"cache-control", b"private, no-cache, must-revalidate")]
+INTERNAL_ERROR: Final = {
+    "errors": [
+        {"message": "Internal server error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}
+    ]
+}
+_VARY: Final = (b"vary", b"Accept, Authorization")
+
+
+@dataclass(slots=True)
+class Outcome:
+    """What to send: status, body, extra headers, and the ETag of a cacheable GET answer."""
+
+    status: int
+    body: bytes
+    label: str | None = None
+    headers: Headers = field(default_factory=list)
+    etag: bytes | None = None
+
+
+def result_outcome(result: ExecutionResult, media_type: str, label: str | None) -> Outcome:
+    errors = result.errors or []
+    failed_early = isinstance(result, PreExecutionError) or (
+        result.data is None and bool(errors) and all(e.path is None for e in errors)
+    )
+    body: dict[str, Any] = {}
+    if not failed_early:
+        body["data"] = result.data
+    if errors:
+        body["errors"] = [format_error(e) for e in errors]
+    if result.extensions:
+        body["extensions"] = result.extensions
+    status = 400 if failed_early and media_type != JSON else 200
+    return Outcome(status, encode_json(body), label)
+
+
+def error_outcome(exc: HTTPError) -> Outcome:
+    body = {"errors": [{"message": exc.message, "extensions": {"code": exc.code}}]}
+    headers = [(k.lower().encode("latin-1"), v.encode("latin-1")) for k, v in exc.headers.items()]
+    return Outcome(exc.status, encode_json(body), headers=headers)
+
+
+def cache_headers(max_age: int, shared: bool, age: int = 0) -> Headers:
+    """``Cache-Control`` of an error-free GET answer; ``Age`` when it comes from a cache."""
+    headers = [
+        (b"cache-control", b"max-age=%d, %s" % (max_age, b"public" if shared else b"private")),
+        _VARY,
+    ]
+    if age:
+        headers.append((b"age", b"%d" % age))
+    return headers
+
+
+def encode_json(body: Any) -> bytes:
+    try:
+        return orjson.dumps(body)
+    except TypeError:
+        # A message quoting a client's lone surrogate: JSON cannot carry it as it is.
+        return orjson.dumps(_replace_surrogates(body))
+
+
+def _replace_surrogates(value: Any) -> Any:
+    if isinstance(value, str):
+        return value.encode("utf-8", "replace").decode("utf-8")
+    if isinstance(value, dict):
+        return {_replace_surrogates(k): _replace_surrogates(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_replace_surrogates(v) for v in value]
+    if isinstance(value, GraphQLError):
+        return _replace_surrogates(format_error(value))
+    return value
+
+
+async def send_outcome(
+    send: Send, outcome: Outcome, media_type: str, if_none_match: bytes | None
+) -> int:
+    """Send the answer; returns the status sent (304 when the client's copy is current)."""
+    headers = outcome.headers
+    etag = outcome.etag
+    if etag is not None:
+        headers.append((b"etag", etag))
+        if if_none_match is not None and _matches(if_none_match, etag):
+            await send({"type": "http.response.start", "status": 304, "headers": headers})
+            await send({"type": "http.response.body", "body": b""})
+            return 304
+    body = outcome.body
+    headers.append((b"content-type", media_type.encode("latin-1")))
+    headers.append((b"content-length", b"%d" % len(body)))
+    await send({"type": "http.response.start", "status": outcome.status, "headers": headers})
+    await send({"type": "http.response.body", "body": body})
+    return outcome.status
+
+
+def _matches(if_none_match: bytes, etag: bytes) -> bool:
+    for candidate in if_none_match.split(b","):
+        candidate = candidate.strip()
+        if candidate == b"*" or candidate.removeprefix(b"W/") == etag:
+            return True
+    return False

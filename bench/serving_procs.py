@@ -1,4 +1,7 @@
-"""The server processes of ``bench.serving``: started, awaited, looked at, and always stopped."""
+"""The server processes of ``bench.serving``: started, awaited, looked at, and always stopped.
+
+Each server's stderr (its JSON logs, an access log line per request for Atrium) goes to a file
+of its own, as a deployed server's would; the end of it is shown when the server fails."""
 
 from __future__ import annotations
 
@@ -6,6 +9,7 @@ import asyncio
 import contextlib
 import signal
 import sys
+import tempfile
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -25,6 +29,7 @@ STOP_TIMEOUT_S: Final = 15.0
 class Server:
     name: str
     process: asyncio.subprocess.Process
+    log: Path
     port: int = 0
 
     @property
@@ -52,20 +57,38 @@ class Server:
     def failure(self, what: str) -> BenchFailure:
         code = self.process.returncode
         state = "running" if code is None else f"exited with status {code}"
-        return BenchFailure(f"{self.name} server (pid {self.pid}, {state}): {what}")
+        return BenchFailure(
+            f"{self.name} server (pid {self.pid}, {state}): {what}\n"
+            f"the end of its log:\n{self.log_tail()}"
+        )
+
+    def log_tail(self, lines: int = 30) -> str:
+        try:
+            text = self.log.read_text(errors="replace")
+        except OSError:
+            return "(no log)"
+        return "\n".join(text.splitlines()[-lines:])
 
 
 @dataclass(slots=True)
 class Servers:
     """Servers started in one ``running_servers`` block; all stopped when it ends."""
 
+    logs: Path
     started: list[Server] = field(default_factory=list)
 
     async def start(self, name: str, *args: str) -> Server:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", "bench.serving_server", *args, stdout=asyncio.subprocess.PIPE
-        )
-        server = Server(name, process)
+        log = self.logs / f"server-{len(self.started)}.log"
+        with log.open("wb") as stderr:
+            process = await asyncio.create_subprocess_exec(
+                sys.executable,
+                "-m",
+                "bench.serving_server",
+                *args,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=stderr,
+            )
+        server = Server(name, process, log)
         self.started.append(server)
         assert process.stdout is not None
         try:
@@ -73,7 +96,7 @@ class Servers:
             server.port = int(line)
         except (TimeoutError, ValueError):
             await _wait(process, 1.0)
-            raise server.failure("no port announced (see its output above)") from None
+            raise server.failure("no port announced") from None
         await _until_healthy(server, time.monotonic() + START_TIMEOUT_S)
         return server
 
@@ -83,18 +106,19 @@ class Servers:
 
 @contextlib.asynccontextmanager
 async def running_servers() -> AsyncIterator[Servers]:
-    servers = Servers()
-    try:
-        yield servers
-    finally:
-        await servers.stop_all()
+    with tempfile.TemporaryDirectory(prefix="atrium-serving-logs-") as logs:
+        servers = Servers(Path(logs))
+        try:
+            yield servers
+        finally:
+            await servers.stop_all()
 
 
 async def _until_healthy(server: Server, deadline: float) -> None:
     request = request_bytes("GET", "/healthz", server.port, {})
     while True:
         if server.process.returncode is not None:
-            raise server.failure("stopped while starting (see its output above)")
+            raise server.failure("stopped while starting")
         try:
             reply = await fetch(server.port, request)
         except OSError:

@@ -6,8 +6,10 @@ arguments (they beat ``ATRIUM_*`` variables and ``atrium.toml``, so a developer'
 slip into a target that must have none). ``python -m bench.serving_server floor BODY_FILE
 MEDIA_TYPE`` serves a bare Starlette endpoint answering the file's bytes.
 
-Both run as ``atrium serve`` runs a worker: one process, uvicorn's default loop and HTTP
-implementation, logs as JSON on stderr at the given level, no access log. The socket is bound
+Both run as ``atrium serve`` runs a worker (``graph.cli.uvicorn_options``): one process, uvloop
+and httptools, JSON logs on stderr (Atrium at its ``log_level``, INFO unless the settings say
+otherwise, so its access log is written as it is in production; the floor has none). The
+socket is bound
 to port 0 here and its port printed as the first line on stdout (then stdout goes to stderr);
 uvicorn starts listening on it once the app's lifespan has started, so the caller knows the
 server is up when ``/healthz`` answers.
@@ -28,12 +30,13 @@ from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
 from graph.app import create_app
+from graph.cli import uvicorn_options
 from graph.logs import configure_logging
 from graph.settings import Settings
 
 __all__ = ["floor_app", "main"]
 
-LOG_LEVEL = "WARNING"
+FLOOR_LOG_LEVEL = "WARNING"
 
 
 def floor_app(body: bytes, media_type: str) -> Starlette:
@@ -50,18 +53,19 @@ def floor_app(body: bytes, media_type: str) -> Starlette:
     )
 
 
-def _app(argv: list[str]) -> Starlette:
+def _app(argv: list[str]) -> tuple[Starlette, str]:
     match argv:
-        case ["atrium", settings]:
-            return create_app(Settings(**orjson.loads(settings)), plugins=[])
+        case ["atrium", settings_json]:
+            settings = Settings(**orjson.loads(settings_json))
+            return create_app(settings, plugins=[]), settings.log_level
         case ["floor", body_file, media_type]:
-            return floor_app(Path(body_file).read_bytes(), media_type)
+            return floor_app(Path(body_file).read_bytes(), media_type), FLOOR_LOG_LEVEL
     raise SystemExit(__doc__)
 
 
 def main(argv: list[str]) -> None:
-    app = _app(argv)
-    configure_logging(LOG_LEVEL)
+    app, log_level = _app(argv)
+    configure_logging(log_level)
     # IPPROTO_TCP, not 0: asyncio sets TCP_NODELAY only on sockets that say they are TCP, and
     # without it uvicorn's two writes (head, body) meet delayed ACKs: 40 ms per request.
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
@@ -69,9 +73,7 @@ def main(argv: list[str]) -> None:
     sock.bind(("127.0.0.1", 0))
     print(sock.getsockname()[1], flush=True)
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
-    config = uvicorn.Config(
-        app, log_config=None, log_level=LOG_LEVEL.lower(), access_log=False, lifespan="on"
-    )
+    config = uvicorn.Config(app, lifespan="on", **uvicorn_options())
     uvicorn.Server(config).run(sockets=[sock])
 
 

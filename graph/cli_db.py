@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import sys
+import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -11,11 +11,14 @@ from graph.settings import Settings
 
 __all__ = ["DEMO_PATH", "prepare", "with_database"]
 
+log = logging.getLogger("atrium.cli")
+
 DEMO_PATH = Path(__file__).resolve().parent.parent / "examples"
 
 
 async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:
-    """Resolve the database, migrate it, and load the demo organisation if asked and empty."""
+    """Resolve the database, migrate it, and load the demo organisation if asked and empty.
+    ``quiet`` leaves the telling to the logs (each migration is logged as it is applied)."""
     from graph.app import database_url
     from graph.assembly import assemble, core_plugins, discover_plugins
     from sources.catalog.documents import read_paths
@@ -28,15 +31,14 @@ async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str
     db = await Database.connect(url, min_size=1, max_size=2)
     try:
         applied = await apply_migrations(db, assembly.migrations)
-        for migration in applied:
-            name = f"{migration.scope}/{migration.version:04d}_{migration.name}"
-            print(f"applied migration {name}", file=sys.stderr if quiet else sys.stdout)
+        for migration in applied if not quiet else ():
+            print(f"applied migration {migration.scope}/{migration.version:04d}_{migration.name}")
         if demo:
             if await db.fetchval("select exists (select 1 from entities)"):
-                print("catalog is not empty; demo organisation not loaded")
+                log.info("the catalog is not empty: the demo organisation was not loaded")
             else:
                 result = await apply_batch(db, read_paths([DEMO_PATH]))
-                print(f"loaded the demo organisation: {len(result.created)} entities")
+                log.info("demo organisation loaded", extra={"entities": len(result.created)})
     finally:
         await db.close()
     return url

@@ -14,8 +14,10 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import contextlib
 import logging
 import sys
+import threading
 import time
 from datetime import UTC, datetime
 from typing import IO, Any, Final
@@ -57,36 +59,46 @@ class JsonFormatter(logging.Formatter):
 
 
 class JsonSink:
-    """Lines on their way to a stream, written in batches."""
+    """Lines on their way to a stream, written in batches. Threads may log too (work handed
+    to ``asyncio.to_thread``): a lock keeps the batch whole."""
 
     def __init__(self, stream: IO[str]) -> None:
         self.stream = stream
         self._lines: list[str] = []
         self._size = 0
+        self._lock = threading.Lock()
         self._timer: asyncio.TimerHandle | None = None
+        self._timer_loop: asyncio.AbstractEventLoop | None = None
 
     def write(self, line: str, *, urgent: bool = False) -> None:
-        self._lines.append(line)
-        self._size += len(line)
-        if urgent or self._size >= _FLUSH_BYTES:
-            self.flush()
-        elif self._timer is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # no event loop (the CLI, a thread): nothing would flush later
-                self.flush()
-            else:
-                self._timer = loop.call_later(FLUSH_DELAY, self.flush)
+        try:
+            loop: asyncio.AbstractEventLoop | None = asyncio.get_running_loop()
+        except RuntimeError:  # no event loop here (a thread, the CLI): nothing would flush later
+            loop = None
+        with self._lock:
+            self._lines.append(line)
+            self._size += len(line)
+            if not urgent and self._size < _FLUSH_BYTES and loop is not None:
+                if self._timer is None:
+                    self._timer = loop.call_later(FLUSH_DELAY, self.flush)
+                    self._timer_loop = loop
+                    return
+                if self._timer_loop is loop:
+                    return  # a flush is due soon
+                # One is due on a loop that has ended, or is another thread's: flush now.
+        self.flush()
 
     def flush(self) -> None:
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
-        if not self._lines:
+        with self._lock:
+            timer, self._timer, self._timer_loop = self._timer, None, None
+            text = "\n".join(self._lines) + "\n" if self._lines else ""
+            self._lines.clear()
+            self._size = 0
+        if timer is not None:
+            with contextlib.suppress(RuntimeError):
+                timer.cancel()
+        if not text:
             return
-        text = "\n".join(self._lines) + "\n"
-        self._lines.clear()
-        self._size = 0
         try:
             self.stream.write(text)
             self.stream.flush()
@@ -127,6 +139,11 @@ def configure_logging(level: str = "INFO", stream: IO[str] | None = None) -> Non
     root.setLevel(level.upper())
     # Atrium logs each request itself, with its GraphQL operation.
     logging.getLogger("uvicorn.access").disabled = True
+    # Libraries' step-by-step chatter (the embedded PostgreSQL's initdb output, uvicorn's
+    # start-up banner) only when debugging; their warnings and errors always.
+    chatty = logging.INFO if root.level <= logging.DEBUG else logging.WARNING
+    for name in ("pgserver", "uvicorn.error"):
+        logging.getLogger(name).setLevel(chatty)
     atexit.register(_sink.flush)
 
 

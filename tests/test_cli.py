@@ -7,6 +7,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -127,7 +128,19 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0]
-    assert "loaded the demo organisation: 190 entities" in output
+    lines = output.splitlines()
+    # Quiet: one plain line saying where to go; the rest JSON logs, none of them the embedded
+    # PostgreSQL's start-up steps or uvicorn's banner.
+    plain = [line for line in lines if not line.startswith("{")]
+    assert plain == [
+        f"Atrium is serving http://127.0.0.1:{port}/graphql (GraphiQL in a browser); "
+        "Ctrl+C stops it"
+    ], output
+    logs = [orjson.loads(line) for line in lines if line.startswith("{")]
+    assert not [entry for entry in logs if entry["logger"] in ("pgserver", "uvicorn.error")]
+    loaded = [entry for entry in logs if entry["message"] == "demo organisation loaded"]
+    assert loaded and loaded[0]["entities"] == 190
+    assert len(lines) < 15, output
     # Stopping the server stops the embedded PostgreSQL it started.
     assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()
 

@@ -23,7 +23,8 @@ anything is timed. Targets are measured in rounds, their order rotating, so that
 drift hits all alike; each burst opens fresh connections and warms them up before recording.
 Printed: requests per second, latency percentiles (closed loop: they include queueing behind
 the other connections), the ratio to the floor's requests per second, SQL statements per request
-(from ``/metrics``, sequential requests), the server's CPU over the window, and its memory.
+(from ``/metrics``, sequential requests), the server's CPU over the window, and its memory; then
+the cached GET taken apart in process (``bench.serving_hotpath``).
 """
 
 from __future__ import annotations
@@ -47,6 +48,7 @@ import orjson
 from bench.database import scratch_database
 from bench.generate import generate
 from bench.scenarios import Scenario, pick_inputs, scenarios
+from bench.serving_hotpath import hot_path, print_breakdown
 from bench.serving_load import LoadSpec, Reply, fetch, request_bytes, run_load
 from bench.serving_procs import Server, Servers, running_servers
 from bench.serving_report import Figures, Target, print_figures
@@ -103,7 +105,7 @@ TARGETS: Final = (
     Target("persisted GET, L1 warm", {"response_cache": False}),
     Target("persisted GET, cold", {"response_cache": False, "cache_max_entries": 0}),
 )
-FLOOR, COLD = TARGETS[0], TARGETS[-1]
+FLOOR, CACHED, COLD = TARGETS[0], TARGETS[1], TARGETS[-1]
 
 
 async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> None:
@@ -142,6 +144,9 @@ async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> N
                 if figure.target.settings is not None:
                     figure.sql = await _sql_per_request(figure)
         print_figures(figures)
+        cached = next(f for f in figures if f.target is CACHED)
+        breakdown = await hot_path(scratch.url, scenario, MEDIA_TYPE, calls=1000 if short else 5000)
+        print_breakdown(breakdown, cached.cpu_per_request_us)
     print(
         f"\nserving took {time.perf_counter() - started:.0f} s; servers stopped, database dropped"
     )

@@ -40,6 +40,12 @@ class Figures:
     rss: int | None = None
 
     @property
+    def cpu_per_request_us(self) -> float | None:
+        if self.server_cpu is None or not self.latencies:
+            return None
+        return self.server_cpu * 1e6 / len(self.latencies)
+
+    @property
     def rps(self) -> float:
         return len(self.latencies) / self.seconds
 

@@ -44,6 +44,8 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "persisted GET, response cache",
         "persisted GET, L1 warm",
         "persisted GET, cold",
+        "hot path of the cached persisted GET",
+        "count and log: metrics, access log line",
     ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

@@ -282,3 +282,25 @@ async def test_parse_and_validation_are_cached_across_requests(client: Client) -
         await client.post("/graphql", json={"query": query})
     after = cache.cache_info()
     assert after.hits - before.hits == 3 and after.misses == before.misses
+
+
+async def test_an_unexpected_failure_is_a_logged_500_in_the_usual_shape(
+    client: Client, caplog: pytest.LogCaptureFixture
+) -> None:
+    async def broken(*args: object) -> None:
+        raise RuntimeError("the document store fell over")
+
+    client.services.persisted.document = broken
+    response = await client.post("/graphql", json={"query": QUERY})
+    assert response.status_code == 500
+    assert response.headers["content-type"] == GQL
+    assert response.json() == {
+        "errors": [
+            {"message": "Internal server error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}
+        ]
+    }
+    assert "fell over" not in response.text
+    [record] = [r for r in caplog.records if r.name == "atrium.http" and r.exc_info]
+    assert "fell over" in str(record.exc_info[1])
+    metrics = (await client.get("/metrics")).text
+    assert 'atrium_graphql_requests_total{operation="anonymous",status="500"} 1.0' in metrics

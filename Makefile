@@ -4,6 +4,7 @@
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
+CLIENTS := tests/clients
 export DEBIAN_FRONTEND := noninteractive
 
 .PHONY: run test bench install install-test system-test-deps lint schema clean
@@ -11,7 +12,7 @@ export DEBIAN_FRONTEND := noninteractive
 run: $(VENV)/.installed
 	$(BIN)/atrium serve --demo
 
-test: $(VENV)/.installed-test system-test-deps
+test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test system-test-deps
@@ -25,6 +26,12 @@ system-test-deps:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 	  apt-get update -q && apt-get install -y -q redis-server; \
 	fi
+
+# The npm packages of the real-client tests (Apollo Client, graphql-http), as the lock pins them.
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
+	@command -v npm >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q nodejs npm; }
+	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
 
 install: $(VENV)/.installed
 install-test: $(VENV)/.installed-test
@@ -53,4 +60,4 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) .atrium
+	rm -rf $(VENV) .atrium $(CLIENTS)/node_modules

@@ -25,6 +25,7 @@ from strawberry.schema.config import StrawberryConfig
 
 from graph.cache_control import CacheHints, CachePolicyExtension, PolicyCache
 from graph.errors import AtriumSchema, MaskUnexpectedErrors
+from graph.input_guard import InputGuard, LiteralChecks
 from graph.limits import CostLimit
 from graph.plugin import (
     BackgroundJob,
@@ -195,6 +196,7 @@ def _core_extensions(
 ) -> list[type[SchemaExtension] | Callable[[], SchemaExtension]]:
     # The limiters make a new rule class each time they are built, and the validation cache
     # keys on the rule classes: built once here, the rules let the cache hit.
+    literals = LiteralChecks(512)
     limit_rules = [
         *QueryDepthLimiter(max_depth=settings.max_depth).validation_rules,
         *MaxAliasesLimiter(max_alias_count=settings.max_aliases).validation_rules,
@@ -211,6 +213,8 @@ def _core_extensions(
             assumed_list_size=settings.cost_list_size,
         ),
         lambda: CachePolicyExtension(policies),
+        # After validation, before anything runs: strings PostgreSQL cannot store.
+        lambda: InputGuard(literals),
     ]
     if settings.production:
         from strawberry.extensions import DisableIntrospection

@@ -44,7 +44,11 @@ def error_code(error: GraphQLError) -> str:
         if isinstance(original, cls):
             return code
     if isinstance(original, GraphQLError):
-        return error_code(original)
+        # A value a resolver could not take (a GlobalID that is not one, say): the client's.
+        inner = (original.extensions or {}).get("code")
+        if isinstance(inner, str):
+            return inner
+        return "BAD_USER_INPUT" if error.path is not None else error_code(original)
     return "INTERNAL_SERVER_ERROR"
 
 

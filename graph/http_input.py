@@ -17,6 +17,7 @@ from urllib.parse import parse_qsl
 import orjson
 
 from graph.types import Receive, Scope
+from sources.text import unstorable
 
 __all__ = [
     "GRAPHQL_RESPONSE",
@@ -290,4 +291,8 @@ def operation_of(payload: Any) -> Operation:
         raise HTTPError(400, "extensions must be an object")
     if not query and not (extensions or {}).get("persistedQuery"):
         raise HTTPError(400, "no query was given")
+    for key, text in (("query", query), ("operationName", name)):
+        why = unstorable(text) if text else None
+        if why is not None:  # escaped inside a string literal (\u0000), it would be fine
+            raise HTTPError(400, f"{key} {why}, which Atrium cannot store", code="BAD_USER_INPUT")
     return Operation(query or None, variables, name or None, extensions)

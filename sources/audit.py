@@ -7,6 +7,7 @@ from datetime import datetime
 from typing import Any
 
 from sources.db import Executor
+from sources.text import spelled_out
 
 __all__ = ["AuditEntry", "audit_entries", "entity_snapshot", "record_audit"]
 
@@ -58,7 +59,19 @@ async def record_audit(
     after: dict[str, Any] | None = None,
     message: str | None = None,
 ) -> None:
-    await db.execute(_INSERT, actor, action, target_ref, outcome, arguments, before, after, message)
+    """Keep one attempt. What PostgreSQL cannot store (a NUL sent by a client, say) is kept
+    spelled out, so the attempt is recorded whatever it held."""
+    await db.execute(
+        _INSERT,
+        spelled_out(actor),
+        spelled_out(action),
+        spelled_out(target_ref),
+        outcome,
+        spelled_out(arguments),
+        spelled_out(before),
+        spelled_out(after),
+        spelled_out(message),
+    )
 
 
 async def audit_entries(

@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-import yaml
-
-from graph.plugin import Info, Target, entity_owner
+from graph.plugin import Info, Target, UserError, entity_owner
 from plugins.pincompute.store import ENTITY_ANNOTATION, Key
 from plugins.pincompute.types import compute_of
+from plugins.pincompute.validation import ManifestError, parse_manifest
 
 __all__ = ["ManifestOwner", "WorkloadOwner"]
 
@@ -42,19 +41,17 @@ class ManifestOwner:
     admin_only = False
 
     async def target(self, info: Info, arguments: dict[str, Any]) -> Target:
-        body = yaml.safe_load(str(arguments["manifest"]))
-        if not isinstance(body, dict):
-            return Target(None, None)
-        metadata = body.get("metadata") or {}
-        kind = str(body.get("kind"))
-        key = Key(
-            str(arguments["cluster"]), str(metadata.get("namespace")), str(metadata.get("name"))
-        )
+        # A manifest that is not a valid one names no target: that is the client's mistake,
+        # said (and audited) before anything else.
+        try:
+            body = parse_manifest(str(arguments["manifest"]))
+        except ManifestError as exc:
+            raise UserError(f"invalid manifest: {exc}") from None
+        metadata = body["metadata"]
+        kind = str(body["kind"])
+        key = Key(str(arguments["cluster"]), metadata["namespace"], metadata["name"])
         ref = f"{kind.lower()}:{key}"
-        new_entity = (metadata.get("annotations") or {}).get(ENTITY_ANNOTATION)
-        new_owner = (
-            await entity_owner(info.context, new_entity) if isinstance(new_entity, str) else None
-        )
+        new_owner = await entity_owner(info.context, metadata["annotations"][ENTITY_ANNOTATION])
         stored = compute_of(info).store(kind).get(key)
         if stored is None:
             return Target(ref, new_owner)

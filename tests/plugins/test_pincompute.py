@@ -351,6 +351,31 @@ async def test_apply_validates_checks_quota_then_creates_or_patches(env: Env) ->
     )
     assert moved["errors"][0]["extensions"]["code"] == "FORBIDDEN"
 
+@pytest.mark.parametrize(
+    ("manifest", "expected"),
+    [
+        ("kind: PinApp\nmetadata: {name: [unclosed\n", "invalid YAML"),
+        ("a: 1\n---\nb: 2\n", "expected one manifest, found 2"),
+        ("- a list\n", "expected a mapping"),
+        ("kind: PinApp\nmetadata: just text\n", "metadata: is required"),
+    ],
+)
+async def test_a_manifest_that_is_not_one_is_bad_input_and_audited(
+    env: Env, manifest: str, expected: str
+) -> None:
+    refused = await env.client.gql(
+        APPLY, {"c": "east", "m": manifest}, user="alice", expect_errors=True
+    )
+    [error] = refused["errors"]
+    assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+    assert error["message"].startswith("invalid manifest: ") and expected in error["message"]
+    row = await env.client.services.db.fetchrow(
+        "select action, outcome, message from audit_log order by id desc limit 1"
+    )
+    assert row["action"] == "pincompute.apply" and row["outcome"] == "failed"
+    assert expected in row["message"]
+
+
 
 async def test_pods_events_and_logs(env: Env) -> None:
     await env.east.put(

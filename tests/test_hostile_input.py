@@ -298,3 +298,49 @@ def _plain(argument: GraphQLArgument) -> Any:
     else:
         value = "component:default/checkout"
     return [value] if isinstance(get_nullable_type(argument.type), GraphQLList) else value
+
+
+HOSTILE_HEADERS: list[dict[str, bytes]] = [
+    {"authorization": b"Bearer"},
+    {"authorization": b"Bearer "},
+    {"authorization": b"Basic YWRtaW46YWRtaW4="},
+    {"authorization": b"Bearer atr_\xff\xfe_secret"},
+    {"authorization": b"Bearer atr_" + b"a" * 40 + b"_x"},
+    {"authorization": b"Bearer " + b"x" * 10_000},
+    {"authorization": b"bearer atr_000000000000_nope"},
+    {"x-forwarded-user": b"../../admin"},
+    {"x-forwarded-user": b"\xff\xfe\xfd"},
+    {"x-forwarded-user": b"%00"},
+    {"x-forwarded-user": b"a" * 5000},
+    {"accept": b"application/json;q=abc, */*;q=0"},
+    {"accept": b";;;,,,"},
+    {"accept": b"text/html;q=0, application/graphql-response+json;q=0.0001"},
+    {"content-type": b"application/json; charset=\xff"},
+    {"if-none-match": b'W/"", *, "' + b"x" * 1000},
+    {"accept": b"*/*" * 2000},
+]
+
+
+async def test_hostile_headers_get_typed_answers(env: Env) -> None:
+    for headers in HOSTILE_HEADERS:
+        await _with_headers(env, headers)
+
+
+async def _with_headers(env: Env, headers: dict[str, bytes]) -> None:
+    query = '{ entity(ref: "component:checkout") { ref } }'
+    for method in ("GET", "POST"):
+        request = env.client.build_request(
+            method,
+            "/graphql",
+            params={"query": query} if method == "GET" else None,
+            json={"query": query} if method == "POST" else None,
+            headers={"content-type": "application/json"},
+        )
+        for name, value in headers.items():
+            request.headers[name] = value.decode("latin-1")
+        response = await env.client.send(request)
+        assert response.status_code < 500, f"{headers}: {response.text}"
+        if response.status_code != 304:
+            body = orjson.loads(response.content)
+            for error in body.get("errors", ()):
+                assert error["extensions"]["code"] not in (None, "INTERNAL_SERVER_ERROR")

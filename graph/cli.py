@@ -235,16 +235,24 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         url = await prepare(settings, demo=False)
         db = await Database.connect(url, min_size=1, max_size=2)
         try:
-            result = await apply_batch(db, read_paths(args.paths))
+            batch = await asyncio.to_thread(read_paths, args.paths, settings.catalog_fetch)
+            result = await apply_batch(db, batch)
         finally:
             await db.close()
         await publish_invalidation(settings.redis_url, settings.cache_prefix, result.affected)
         for error in result.errors:
             print(f"rejected: {error}", file=sys.stderr)
+        for origin, entity in batch.entities:
+            for field, reason in entity.unavailable.items():
+                print(f"unavailable: {origin}: {entity.ref} {field}: {reason}", file=sys.stderr)
+        unavailable = sum(bool(entity.unavailable) for _, entity in batch.entities)
+        if batch.skipped:
+            print(f"skipped {len(batch.skipped)} files placeholders read (not catalog files)")
         print(
             f"created {len(result.created)}, updated {len(result.updated)}, "
             f"unchanged {len(result.unchanged)}, deleted {len(result.deleted)}, "
             f"rejected {len(result.errors)}"
+            + (f"; {unavailable} with fields unavailable (kept)" if unavailable else "")
         )
         return 1 if result.errors else 0
 

@@ -16,6 +16,8 @@ from pydantic_settings import (
     TomlConfigSettingsSource,
 )
 
+from sources.catalog.placeholders import FetchPolicy
+
 __all__ = ["LdapPreset", "Mode", "Settings"]
 
 
@@ -75,6 +77,12 @@ class Settings(BaseSettings):
     # GETs must carry a header a browser cannot send cross-site without a preflight.
     csrf_prevention: bool = True
     max_page_size: int = Field(default=100, ge=1, le=1000)
+    # Hosts whose URLs catalog placeholders ($text, $json, $yaml) may read at import: none
+    # unless named, since an import runs inside the network and would reach what the importer
+    # cannot. Exact names, or "*.example.com" for its subdomains.
+    catalog_fetch_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    catalog_fetch_timeout: float = Field(default=10.0, gt=0, le=120)  # seconds per URL
+    catalog_fetch_max_bytes: int = Field(default=2 * 2**20, ge=1024)
 
     log_level: str = "INFO"
 
@@ -113,7 +121,7 @@ class Settings(BaseSettings):
     ldap_member_of_attribute: str | None = None
     ldap_group_type: str = "team"
 
-    @field_validator("disabled_plugins", "trusted_proxies", mode="before")
+    @field_validator("disabled_plugins", "trusted_proxies", "catalog_fetch_hosts", mode="before")
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):
@@ -134,6 +142,15 @@ class Settings(BaseSettings):
                     "ldap_bind_password is missing or a placeholder; production needs a real one"
                 )
         return self
+
+    @property
+    def catalog_fetch(self) -> FetchPolicy:
+        """What catalog imports may read over HTTP."""
+        return FetchPolicy(
+            hosts=frozenset(self.catalog_fetch_hosts),
+            timeout=self.catalog_fetch_timeout,
+            max_bytes=self.catalog_fetch_max_bytes,
+        )
 
     @property
     def production(self) -> bool:

@@ -8,6 +8,7 @@ from collections.abc import Iterable
 
 import orjson
 
+from loaders.catalog import ENTITY_CACHE
 from loaders.responses import drop_shared_responses
 
 __all__ = ["publish_invalidation"]
@@ -25,7 +26,7 @@ async def publish_invalidation(redis_url: str | None, prefix: str, keys: Iterabl
 
     client = aioredis.from_url(redis_url, socket_timeout=2, socket_connect_timeout=2)
     try:
-        await client.delete(*(f"{prefix}:entity:{k}" for k in keys))
+        await client.delete(*(f"{prefix}:{ENTITY_CACHE}:{k}" for k in keys))
         await drop_shared_responses(client, prefix, keys)
         await client.publish(f"{prefix}:invalidate", orjson.dumps(keys))
     except Exception as exc:

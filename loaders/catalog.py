@@ -36,7 +36,8 @@ def entity_by_ref_loader(services: LoaderServices) -> DataLoader[str, EntityReco
     return DataLoader(load_fn=load)
 
 
-ENTITY_CACHE = "entity"
+# Versioned with the record's fields: replicas of another version read their own entries.
+ENTITY_CACHE = "entity.2"
 
 
 def _encode(record: EntityRecord) -> bytes:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 from dataclasses import dataclass
@@ -12,6 +13,7 @@ from loaders.catalog import ENTITY_BY_REF, RELATED_REFS
 from loaders.registry import RequestLoaders
 from sources.catalog import queries
 from sources.catalog.documents import parse_documents
+from sources.catalog.placeholders import FetchPolicy
 from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Order, SearchQuery
 from sources.catalog.refs import canonical_kind, normalize_ref
 from sources.catalog.store import ApplyResult, apply_batch
@@ -158,12 +160,16 @@ async def facets(
     return await queries.facet_counts(db, field, where, prepared, limit)
 
 
-async def apply_entities(db: Database, yaml_text: str, location: str) -> ApplyResult:
+async def apply_entities(
+    db: Database, yaml_text: str, location: str, fetch: FetchPolicy
+) -> ApplyResult:
     """Validate and store the documents of one YAML text as coming from ``location``.
 
     A caller's location is its own: re-applying it without an entity removes that entity.
+    Placeholders may name URLs ``fetch`` allows (read in a thread: the loop serves on).
     """
-    return await apply_batch(db, parse_documents(yaml_text, location))
+    batch = await asyncio.to_thread(parse_documents, yaml_text, location, fetch=fetch)
+    return await apply_batch(db, batch)
 
 
 def _encode_cursor(value: object) -> str:

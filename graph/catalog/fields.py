@@ -219,8 +219,11 @@ class CatalogMutation:
     async def apply_entities(
         self, info: Info, yaml: str, location: str = "api"
     ) -> ApplyEntitiesResult:
-        result = await resolve.apply_entities(info.context.db, yaml, location)
-        await info.context.invalidate(result.affected)
+        context = info.context
+        result = await resolve.apply_entities(
+            context.db, yaml, location, context.settings.catalog_fetch
+        )
+        await context.invalidate(result.affected)
         return ApplyEntitiesResult(
             result=result,
             errors=[

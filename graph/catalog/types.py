@@ -32,6 +32,23 @@ class EntityLink:
     type: str | None
 
 
+@strawberry.type(
+    directives=[INHERIT],
+    description="A field of an entity whose placeholder ($text, $json or $yaml) could not be "
+    "read at its last import: the entity is kept with the field empty, and the next import "
+    "tries again.",
+)
+class UnavailableField:
+    field: str = strawberry.field(description="Its path in the document, as spec.definition.")
+    reason: str = strawberry.field(description="What could not be read, and why.")
+
+
+@strawberry.type(directives=[INHERIT], description="Where an API (an MCP server, say) is reached.")
+class ApiRemote:
+    type: str | None
+    url: str
+
+
 @strawberry.type(directives=[INHERIT], description="How a person or team presents itself.")
 class Profile:
     display_name: str | None
@@ -70,6 +87,16 @@ class Entity(relay.Node):
     links: list[EntityLink]
     spec: JSON = strawberry.field(description="The entity's spec exactly as ingested.")
     updated_at: datetime
+
+    @strawberry.field(
+        description="Fields whose placeholder could not be read at the last import (none "
+        "when everything was)."
+    )
+    def unavailable(self) -> list[UnavailableField]:
+        return [
+            UnavailableField(field=path, reason=reason)
+            for path, reason in sorted(self.record.unavailable.items())
+        ]
 
     @strawberry.field(description="Relations of the given types, such as ownedBy or dependsOn.")
     async def relations(self, info: Info, types: list[str]) -> list[Relation]:
@@ -223,9 +250,29 @@ class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
 class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
     kind_name: ClassVar[str] = "API"
 
-    @strawberry.field(description="The API's definition (OpenAPI, gRPC, ...) as text.")
+    @strawberry.field(
+        description="The API's definition (OpenAPI, AsyncAPI, GraphQL, gRPC...) as text; null "
+        "when it has none (an MCP server's remotes describe it) or its placeholder could not be "
+        "read (definitionUnavailable says why)."
+    )
     def definition(self) -> str | None:
         return _text(self.record.spec.get("definition"))
+
+    @strawberry.field(
+        description="Why the definition's placeholder ($text, $json, $yaml) could not be read "
+        "at the last import; null when it was, or there is none."
+    )
+    def definition_unavailable(self) -> str | None:
+        return self.record.unavailable.get("spec.definition")
+
+    @strawberry.field(description="Where the API is reached (spec.remotes: MCP servers, say).")
+    def remotes(self) -> list[ApiRemote]:
+        raw = self.record.spec.get("remotes")
+        return [
+            ApiRemote(type=_text(r.get("type")), url=r["url"])
+            for r in (raw if isinstance(raw, list) else ())
+            if isinstance(r, dict) and isinstance(r.get("url"), str)
+        ]
 
     @strawberry.field
     async def providers(self, info: Info) -> list[Component]:

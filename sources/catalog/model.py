@@ -66,10 +66,10 @@ _SPEC_REFS: Final[dict[str, dict[str, _RefField]]] = {
     "User": {"memberOf": _RefField("memberOf", "Group", many=True)},
     "Location": {},
 }
-# spec fields that must be non-empty strings, per kind.
+# spec fields that must be non-empty strings, per kind (an API's definition: see _api_spec).
 _REQUIRED_STRINGS: Final = {
     "Component": ("type", "lifecycle"),
-    "API": ("type", "lifecycle", "definition"),
+    "API": ("type", "lifecycle"),
     "Resource": ("type",),
     "Group": ("type",),
 }
@@ -104,11 +104,16 @@ class Entity:
     spec: dict[str, Any]
     document: dict[str, Any]
     relations: list[Relation] = field(default_factory=list)
+    # Fields whose placeholder ($text, $json, $yaml) could not be read: path → why.
+    unavailable: dict[str, str] = field(default_factory=dict)
     hash: str = ""
 
 
-def validate_entity(doc: object) -> Entity:
-    """Check one document against the model; raises EntityValidationError naming the field."""
+def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> Entity:
+    """Check one document against the model; raises EntityValidationError naming the field.
+    ``unavailable`` names fields whose placeholder could not be read: they are left empty,
+    and that is not held against the document."""
+    unavailable = unavailable or {}
     if not isinstance(doc, dict):
         raise EntityValidationError("(document)", f"expected a mapping, got {_kind_of(doc)}")
     api_version = doc.get("apiVersion")
@@ -136,7 +141,9 @@ def validate_entity(doc: object) -> Entity:
     links = _links(metadata)
 
     for key in _REQUIRED_STRINGS.get(kind, ()):
-        _string(spec, key, f"spec.{key}", required=True)
+        _string(spec, key, f"spec.{key}", required=f"spec.{key}" not in unavailable)
+    if kind == "API":
+        _api_spec(spec, unavailable)
     spec_type = _string(spec, "type", "spec.type")
     lifecycle = _string(spec, "lifecycle", "spec.lifecycle")
 
@@ -185,13 +192,42 @@ def validate_entity(doc: object) -> Entity:
         spec=spec,
         document=doc,
         relations=list(dict.fromkeys(relations)),
+        unavailable=dict(unavailable),
     )
-    canonical = orjson.dumps(doc, option=orjson.OPT_SORT_KEYS)
+    # What was substituted is part of the document: a changed definition file updates the
+    # entity. So is what could not be: a placeholder read at last updates it too.
+    hashed = [doc, unavailable] if unavailable else doc
+    canonical = orjson.dumps(hashed, option=orjson.OPT_SORT_KEYS)
     if b"\\u0000" in canonical:
         # PostgreSQL stores no NUL character in text or jsonb.
         raise EntityValidationError("(document)", "contains a NUL character")
     entity.hash = hashlib.sha256(canonical).hexdigest()
     return entity
+
+
+# API types whose description is a definition document: one of them without it describes
+# nothing. Newer types say where the API is reached instead (mcp-server's remotes,
+# ai-model-server's serverUrl), as Backstage's own examples do.
+DEFINITION_TYPES: Final = frozenset({"openapi", "asyncapi", "graphql", "grpc", "trpc"})
+
+
+def _api_spec(spec: dict[str, Any], unavailable: dict[str, str]) -> None:
+    remotes = spec.get("remotes")
+    if remotes is not None:
+        if not isinstance(remotes, list) or not remotes:
+            raise EntityValidationError("spec.remotes", "expected a non-empty list")
+        for index, remote in enumerate(remotes):
+            where = f"spec.remotes[{index}]"
+            if not isinstance(remote, dict):
+                raise EntityValidationError(where, f"expected a mapping, got {_kind_of(remote)}")
+            _string(remote, "url", f"{where}.url", required=True)
+            _string(remote, "type", f"{where}.type")
+    required = (
+        str(spec.get("type", "")).lower() in DEFINITION_TYPES
+        and remotes is None
+        and "spec.definition" not in unavailable
+    )
+    _string(spec, "definition", "spec.definition", required=required)
 
 
 def _check(problem: str | None, where: str) -> None:

@@ -30,7 +30,8 @@ __all__ = [
 
 COLUMNS: Final = """
     e.id, e.ref, e.kind, e.namespace, e.name, e.title, e.description, e.spec_type, e.lifecycle,
-    e.owner_ref, e.system_ref, e.tags, e.labels, e.annotations, e.links, e.spec, e.updated_at
+    e.owner_ref, e.system_ref, e.tags, e.labels, e.annotations, e.links, e.spec, e.unavailable,
+    e.updated_at
 """
 
 
@@ -52,11 +53,13 @@ class EntityRecord:
     annotations: dict[str, str]
     links: list[dict[str, str]]
     spec: dict[str, Any]
-    updated_at: datetime
+    # Fields whose placeholder could not be read at the last import: path → why.
+    unavailable: dict[str, str]
+    updated_at: datetime  # last: the cache's decoder reads it from the end
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> EntityRecord:
-        return cls(*row[:17])
+        return cls(*row[:18])
 
 
 @dataclass(frozen=True, slots=True)

@@ -48,19 +48,19 @@ select ref, hash, origin, managed_by from entities where ref = any($1::text[]) f
 _UPSERT = """
 insert into entities (
     ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
-    tags, labels, annotations, links, spec, hash, origin, managed_by
+    tags, labels, annotations, links, spec, unavailable, hash, origin, managed_by
 )
 select
     ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
     array(select jsonb_array_elements_text(tags::jsonb)), labels::jsonb, annotations::jsonb,
-    links::jsonb, spec::jsonb, hash, origin, $18
+    links::jsonb, spec::jsonb, unavailable::jsonb, hash, origin, $19
 from unnest(
     $1::text[], $2::text[], $3::text[], $4::text[], $5::text[], $6::text[], $7::text[],
     $8::text[], $9::text[], $10::text[], $11::text[], $12::text[], $13::text[], $14::text[],
-    $15::text[], $16::text[], $17::text[]
+    $15::text[], $16::text[], $17::text[], $18::text[]
 ) as x(
     ref, kind, namespace, name, title, description, spec_type, lifecycle, owner_ref, system_ref,
-    tags, labels, annotations, links, spec, hash, origin
+    tags, labels, annotations, links, spec, unavailable, hash, origin
 )
 on conflict (ref) do update set
     kind = excluded.kind, namespace = excluded.namespace, name = excluded.name,
@@ -68,7 +68,7 @@ on conflict (ref) do update set
     spec_type = excluded.spec_type, lifecycle = excluded.lifecycle,
     owner_ref = excluded.owner_ref, system_ref = excluded.system_ref, tags = excluded.tags,
     labels = excluded.labels, annotations = excluded.annotations, links = excluded.links,
-    spec = excluded.spec, hash = excluded.hash,
+    spec = excluded.spec, unavailable = excluded.unavailable, hash = excluded.hash,
     origin = excluded.origin, managed_by = excluded.managed_by, updated_at = now()
 """
 _DROP_RELATIONS = """
@@ -181,7 +181,7 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
         "owner_ref",
         "system_ref",
     )
-    json_columns = ("tags", "labels", "annotations", "links", "spec")
+    json_columns = ("tags", "labels", "annotations", "links", "spec", "unavailable")
     await tx.execute(
         _UPSERT,
         *([getattr(e, column) for e in entities] for column in text_columns),

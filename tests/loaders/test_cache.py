@@ -9,6 +9,7 @@ import pytest
 
 from loaders.announce import publish_invalidation
 from loaders.cache import MultiLevelCache, json_codec
+from loaders.catalog import ENTITY_CACHE
 from loaders.memory import CacheStats, MemoryCache
 from loaders.shared import SharedRedis
 from sources.catalog.documents import parse_documents
@@ -116,7 +117,7 @@ async def test_redis_going_away_mid_run(make_client: AppFactory, cache_prefix: s
         assert (await client.gql(TITLE))["data"]["entity"]["title"] == "One"
     # Redis is gone: L1 serves, the database fills in, and it is counted.
     assert (await client.gql(TITLE))["data"]["entity"]["title"] == "One"
-    client.services.caches.caches["entity"].l1.clear()
+    client.services.caches.caches[ENTITY_CACHE].l1.clear()
     assert (await client.gql(TITLE))["data"]["entity"]["title"] == "One"
     metrics = (await client.get("/metrics")).text
     assert 'atrium_cache_lookups{level="l2",outcome="error"}' in metrics

@@ -26,13 +26,14 @@ from bench.harness import BenchFailure
 from bench.scenarios import Scenario
 from bench.serving_server import floor_app
 from graph.app import create_app
-from graph.http_input import negotiate, read_request
+from graph.authz import viewer_without_token
+from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome
 from graph.logs import configure_logging, flush_logs
 from graph.services import Services
 from graph.settings import Settings
 from graph.types import Message
-from loaders.responses import answer_keys
+from loaders.responses import viewer_answer_key
 from sources.persisted import document_hash
 
 __all__ = ["Breakdown", "hot_path", "print_breakdown"]
@@ -127,21 +128,15 @@ async def _measure(
 
     settings = services.settings
     parsed = dict(headers)
-    incoming = await read_request(
-        scope,
-        receive,
-        parsed,
-        csrf_prevention=True,
-        max_body_bytes=settings.max_body_bytes,
-        max_batch=settings.max_batch,
-    )
-    operation = incoming.operations[0]
-    viewer = await services.viewer_of(parsed, "127.0.0.1")
-    document = await services.persisted.document(services.database, operation.query, extensions)
-    keys = answer_keys(digest, operation.operation_name, operation.variables_key, viewer)
-    answer = await services.responses.get(*keys)
-    assert answer is not None
+    operations = services.get_operations
+    [operation] = read_get(scope, parsed, operations, csrf_prevention=True).operations
+    viewer = viewer_without_token(parsed, "127.0.0.1", settings)
+    document = operation.document
+    if viewer is None or document is None or operation.public_key is None:
+        raise BenchFailure("the GET's operation did not keep its document and answer key")
     responses = services.responses
+    answer = await responses.get(operation.public_key)
+    assert answer is not None
     policies = services.assembly.policies
 
     async def whole() -> None:
@@ -153,25 +148,16 @@ async def _measure(
     async def read() -> None:
         found: dict[bytes, bytes] = dict(headers)
         negotiate(found.get(b"accept"))
-        await read_request(
-            scope,
-            receive,
-            found,
-            csrf_prevention=True,
-            max_body_bytes=settings.max_body_bytes,
-            max_batch=settings.max_batch,
-        )
+        read_get(scope, found, operations, csrf_prevention=True)
 
     async def who() -> None:
-        await services.viewer_of(parsed, "127.0.0.1")
-
-    async def which() -> None:
-        await services.persisted.document(services.database, operation.query, extensions)
+        viewer_without_token(parsed, "127.0.0.1", settings)
 
     async def kept() -> None:
         policies.never_cached(document.text, operation.operation_name)
-        found = answer_keys(digest, operation.operation_name, operation.variables_key, viewer)
-        await responses.get(*found)
+        shared = operation.public_key
+        assert shared is not None and viewer is not None
+        await responses.get(shared, viewer_answer_key(shared, viewer))
 
     async def outcome() -> None:
         Outcome(
@@ -190,9 +176,8 @@ async def _measure(
         services.record_request("GET", operation.label, 200, 0.0001)
 
     steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
-        ("read: headers, Accept, CSRF, GET parameters", read),
+        ("read: headers, Accept, CSRF, the GET's operation", read),
         ("who is asking (anonymous)", who),
-        ("the document by its hash", which),
         ("the kept answer: keys and lookup", kept),
         ("the answer's caching headers and ETag", outcome),
         ("send: two ASGI messages", write),

@@ -44,6 +44,7 @@ __all__ = [
     "is_admin",
     "resolve_viewer",
     "viewer_of",
+    "viewer_without_token",
 ]
 
 log = logging.getLogger("atrium.authz")
@@ -112,16 +113,26 @@ async def viewer_of(
     """The viewer named by a request's headers (lowercase names, as ASGI gives them): a
     bearer token, else a user header from a trusted proxy, else anonymous. A bad token is an
     error, not anonymity: a tool with a revoked token should hear about it."""
-    authorization = headers.get(b"authorization", b"").decode("latin-1")
-    if authorization:
-        scheme, _, token = authorization.partition(" ")
-        viewer = None
-        if scheme.lower() == "bearer":
-            token = token.strip()
-            viewer = await (tokens.verify(db, token) if tokens else verify_token(db, token))
-        if viewer is None:
-            raise NotAuthenticated("the API token is malformed, unknown or revoked")
-        return viewer
+    found = viewer_without_token(headers, client, settings)
+    if found is not None:
+        return found
+    scheme, _, token = headers[b"authorization"].decode("latin-1").partition(" ")
+    viewer = None
+    if scheme.lower() == "bearer":
+        token = token.strip()
+        viewer = await (tokens.verify(db, token) if tokens else verify_token(db, token))
+    if viewer is None:
+        raise NotAuthenticated("the API token is malformed, unknown or revoked")
+    return viewer
+
+
+def viewer_without_token(
+    headers: dict[bytes, bytes], client: str | None, settings: Settings
+) -> Viewer | None:
+    """The viewer of a request that carries no Authorization header (a proxy's user, or
+    anonymous), worked out without I/O; None when there is a token to verify."""
+    if headers.get(b"authorization"):
+        return None
     raw_user = headers.get(settings.user_header.lower().encode("latin-1"))
     user = raw_user.decode("latin-1") if raw_user else None
     if user:

@@ -23,12 +23,14 @@ __all__ = [
     "GRAPHQL_RESPONSE",
     "HTML",
     "JSON",
+    "GetOperations",
     "HTTPError",
     "Incoming",
     "Operation",
     "media_type_essence",
     "negotiate",
-    "read_request",
+    "read_get",
+    "read_post",
     "refuse_simple_request",
 ]
 
@@ -67,6 +69,10 @@ class Operation:
     label: str | None = field(init=False)
     # The variables in one canonical spelling, for cache keys; worked out on first need.
     _variables_key: str | None = field(init=False, default=None)
+    # What a GET's repeats need not work out again: the document its hash names (documents
+    # never change under a hash) and the shared key of its answer.
+    document: Any = field(init=False, default=None)
+    public_key: str | None = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         name = self.operation_name
@@ -93,7 +99,16 @@ class Incoming:
     batch: bool = False
 
 
-async def read_request(
+def read_get(
+    scope: Scope, headers: dict[bytes, bytes], operations: GetOperations, *, csrf_prevention: bool
+) -> Incoming:
+    """A GET's operation, from its query string (nothing to await: the hot path)."""
+    if csrf_prevention:
+        refuse_simple_request(headers)
+    return Incoming("GET", [operations.of(scope.get("query_string", b""))])
+
+
+async def read_post(
     scope: Scope,
     receive: Receive,
     headers: dict[bytes, bytes],
@@ -103,10 +118,6 @@ async def read_request(
     max_batch: int,
 ) -> Incoming:
     method: str = scope["method"]
-    if method == "GET":
-        if csrf_prevention:
-            refuse_simple_request(headers)
-        return Incoming(method, [_get_operation(scope.get("query_string", b""))])
     if method != "POST":
         raise HTTPError(405, "use GET or POST", {"Allow": "GET, POST"})
     if csrf_prevention:
@@ -223,29 +234,35 @@ class _Memo:
                 self._items.popitem(last=False)
 
 
-_GET_OPERATIONS = _Memo()
 _ACCEPT = _Memo(size=256)
 _ESSENCES = _Memo(size=256)
 
 
-def _get_operation(query_string: bytes) -> Operation:
-    found: Operation | None = _GET_OPERATIONS.get(query_string)
-    if found is not None:
-        return found
-    params: dict[str, Any] = dict(
-        parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8")
-    )
-    for key in ("variables", "extensions"):
-        if params.get(key):
-            try:
-                params[key] = orjson.loads(params[key])
-            except orjson.JSONDecodeError:
-                raise HTTPError(400, f"the {key} parameter is not valid JSON") from None
-        else:
-            params.pop(key, None)
-    operation = operation_of(params)
-    _GET_OPERATIONS.put(query_string, operation)
-    return operation
+class GetOperations:
+    """GET operations by query string, one app's: an operation remembers what its repeats
+    need not work out again (its document, its answer's key), which is the app's own."""
+
+    def __init__(self, size: int = 1024) -> None:
+        self._memo = _Memo(size=size)
+
+    def of(self, query_string: bytes) -> Operation:
+        found: Operation | None = self._memo.get(query_string)
+        if found is not None:
+            return found
+        params: dict[str, Any] = dict(
+            parse_qsl(query_string.decode("latin-1"), keep_blank_values=True, encoding="utf-8")
+        )
+        for key in ("variables", "extensions"):
+            if params.get(key):
+                try:
+                    params[key] = orjson.loads(params[key])
+                except orjson.JSONDecodeError:
+                    raise HTTPError(400, f"the {key} parameter is not valid JSON") from None
+            else:
+                params.pop(key, None)
+        operation = operation_of(params)
+        self._memo.put(query_string, operation)
+        return operation
 
 
 async def _read_post(headers: dict[bytes, bytes], receive: Receive, limit: int) -> Any:

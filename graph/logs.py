@@ -160,14 +160,16 @@ class AccessLog:
         # The second the cached timestamp prefix is for, and the prefix.
         self._second = -1
         self._prefix = ""
+        # The fixed part of a line, by (method, operation, status): written once as JSON.
+        self._middles: dict[tuple[str, str | None, int], str] = {}
 
     def record(self, method: str, operation: str | None, status: int, seconds: float) -> None:
         logger = self.logger
         if not logger.isEnabledFor(logging.INFO):
             return
-        sink = _sink
+        sink, handlers = _sink, logging.root.handlers
         # The short way only when records would reach our sink alone, unfiltered.
-        if sink is None or logger.handlers or logging.root.handlers != [_handler]:
+        if sink is None or logger.handlers or len(handlers) != 1 or handlers[0] is not _handler:
             logger.info(
                 "graphql request",
                 extra={
@@ -183,15 +185,23 @@ class AccessLog:
         if second != self._second:
             self._second = second
             self._prefix = _timestamp(second)[:-10]  # "YYYY-MM-DDTHH:MM:SS"
-        stamp = f"{self._prefix}.{int((now - second) * 1000):03d}+00:00"
-        entry = {
-            "time": stamp,
-            "level": "info",
-            "logger": "atrium.http",
-            "message": "graphql request",
-            "method": method,
-            "operation": operation or "anonymous",
-            "status": status,
-            "duration_ms": round(seconds * 1000, 2),
-        }
-        sink.write(orjson.dumps(entry).decode())
+        key = (method, operation, status)
+        middle = self._middles.get(key)
+        if middle is None:
+            middle = orjson.dumps(
+                {
+                    "level": "info",
+                    "logger": "atrium.http",
+                    "message": "graphql request",
+                    "method": method,
+                    "operation": operation or "anonymous",
+                    "status": status,
+                }
+            ).decode()[1:-1]
+            if len(self._middles) < 4096:  # operation names come from clients
+                self._middles[key] = middle
+        millis = int((now - second) * 1000)
+        sink.write(
+            f'{{"time":"{self._prefix}.{millis:03d}+00:00",{middle},'
+            f'"duration_ms":{round(seconds * 1000, 2)}}}'
+        )

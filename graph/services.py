@@ -13,6 +13,7 @@ from strawberry.types.graphql import OperationType
 from graph.assembly import Assembly
 from graph.authz import TokenCache, resolve_viewer, viewer_of
 from graph.context import Context
+from graph.http_input import GetOperations
 from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
@@ -38,6 +39,7 @@ class Services:
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
     tokens: TokenCache = field(default_factory=TokenCache)
     access_log: AccessLog = field(default_factory=AccessLog)
+    get_operations: GetOperations = field(default_factory=GetOperations)
 
     @property
     def database(self) -> Database:

@@ -37,6 +37,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
+from graph.authz import viewer_without_token
 from graph.context import Context
 from graph.http_input import (
     GRAPHQL_RESPONSE,
@@ -45,7 +46,8 @@ from graph.http_input import (
     HTTPError,
     Operation,
     negotiate,
-    read_request,
+    read_get,
+    read_post,
 )
 from graph.http_output import (
     INTERNAL_ERROR,
@@ -61,7 +63,7 @@ from graph.http_output import (
 from graph.persisted import Document, PersistedQueryMiss
 from graph.services import Services
 from graph.types import Receive, Scope, Send
-from loaders.responses import CachedAnswer, answer_keys, etag_of
+from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_answer_key
 from sources.auth import Viewer
 from sources.errors import NotAuthenticated
 
@@ -102,15 +104,31 @@ async def _answer(
     media_type: str,
 ) -> Outcome:
     settings = services.settings
-    incoming = await read_request(
-        scope,
-        receive,
-        headers,
-        csrf_prevention=settings.csrf_prevention,
-        max_body_bytes=settings.max_body_bytes,
-        max_batch=settings.max_batch,
-    )
-    viewer = await _viewer(services, headers, scope)
+    if scope["method"] == "GET":  # the hot path: nothing to await until the answer
+        incoming = read_get(
+            scope, headers, services.get_operations, csrf_prevention=settings.csrf_prevention
+        )
+    else:
+        incoming = await read_post(
+            scope,
+            receive,
+            headers,
+            csrf_prevention=settings.csrf_prevention,
+            max_body_bytes=settings.max_body_bytes,
+            max_batch=settings.max_batch,
+        )
+    client = scope.get("client")
+    host = client[0] if client else None
+    viewer = viewer_without_token(headers, host, settings)
+    if viewer is None:
+        viewer = await _token_viewer(services, headers, host)
+    if not viewer.scopes:
+        raise HTTPError(
+            401,
+            "sign in or use an API token: anonymous reading is off",
+            {"WWW-Authenticate": "Bearer"},
+            "UNAUTHENTICATED",
+        )
     exchange = _Exchange(scope, receive, services, viewer, media_type, incoming.method == "GET")
     if not incoming.batch:
         return await exchange.run(incoming.operations[0])
@@ -121,20 +139,13 @@ async def _answer(
     return Outcome(200, b"[" + b",".join(o.body for o in outcomes) + b"]", label)
 
 
-async def _viewer(services: Services, headers: dict[bytes, bytes], scope: Scope) -> Viewer:
-    client = scope.get("client")
+async def _token_viewer(
+    services: Services, headers: dict[bytes, bytes], host: str | None
+) -> Viewer:
     try:
-        viewer = await services.viewer_of(headers, client[0] if client else None)
+        return await services.viewer_of(headers, host)
     except NotAuthenticated as exc:
         raise HTTPError(401, str(exc), {"WWW-Authenticate": "Bearer"}, "UNAUTHENTICATED") from None
-    if not viewer.scopes:
-        raise HTTPError(
-            401,
-            "sign in or use an API token: anonymous reading is off",
-            {"WWW-Authenticate": "Bearer"},
-            "UNAUTHENTICATED",
-        )
-    return viewer
 
 
 class _Exchange:
@@ -161,12 +172,17 @@ class _Exchange:
 
     async def run(self, operation: Operation, context: Context | None = None) -> Outcome:
         services = self.services
-        try:
-            document = await services.persisted.document(
-                services.database, operation.query, operation.extensions
-            )
-        except PersistedQueryMiss as miss:
-            return Outcome(200, encode_json({"errors": [miss.error]}), operation.label, [*NO_CACHE])
+        document: Document | None = operation.document
+        if document is None:
+            try:
+                document = await services.persisted.document(
+                    services.database, operation.query, operation.extensions
+                )
+            except PersistedQueryMiss as miss:
+                body = encode_json({"errors": [miss.error]})
+                return Outcome(200, body, operation.label, [*NO_CACHE])
+            if document.digest is not None and not document.new:
+                operation.document = document  # what a hash names never changes
 
         # Answers are kept for persisted documents run on their own (not within batches).
         responses = services.responses if context is None else None
@@ -177,9 +193,14 @@ class _Exchange:
             and document.digest is not None
             and not services.assembly.policies.never_cached(document.text, operation.operation_name)
         ):
-            keys = answer_keys(
-                document.digest, operation.operation_name, operation.variables_key, self.viewer
-            )
+            shared = operation.public_key
+            if shared is None:
+                shared = shared_answer_key(
+                    document.digest, operation.operation_name, operation.variables_key
+                )
+                if not document.new:
+                    operation.public_key = shared
+            keys = (shared, viewer_answer_key(shared, self.viewer))
             kept = await responses.get(*keys)
             if kept is not None:
                 return self._kept(kept, operation.label)

@@ -32,7 +32,9 @@ __all__ = [
     "answer_keys",
     "drop_shared_responses",
     "etag_of",
+    "shared_answer_key",
     "tags_changed_by",
+    "viewer_answer_key",
 ]
 
 WHOLE_CATALOG = "catalog"
@@ -83,8 +85,16 @@ def answer_keys(
 ) -> tuple[str, str]:
     """The keys an answer may be kept under: the one everyone shares (every field it read
     is public), and the viewer's own. ``variables`` is their canonical JSON."""
-    base = f"{digest}|{operation_name or ''}|{variables}"
-    return f"public|{base}", f"viewer|{viewer.via}|{viewer.ref}|{viewer.token_name}|{base}"
+    shared = shared_answer_key(digest, operation_name, variables)
+    return shared, viewer_answer_key(shared, viewer)
+
+
+def shared_answer_key(digest: str, operation_name: str | None, variables: str) -> str:
+    return f"public|{digest}|{operation_name or ''}|{variables}"
+
+
+def viewer_answer_key(shared: str, viewer: Viewer) -> str:
+    return f"viewer|{viewer.via}|{viewer.ref}|{viewer.token_name}|{shared[7:]}"
 
 
 def tags_changed_by(keys: Iterable[str]) -> set[str]:

@@ -27,9 +27,13 @@ system-test-deps:
 	  apt-get update -q && apt-get install -y -q redis-server; \
 	fi
 
-# The npm packages of the real-client tests (Apollo Client, graphql-http), as the lock pins them.
-$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json
-	@command -v npm >/dev/null 2>&1 || { apt-get update -q && apt-get install -y -q nodejs npm; }
+# The npm packages of the real-client tests (Apollo Client, graphql-http), as the lock pins them:
+# installed again when node_modules is missing or older than the lock. Node 18 or later (Debian's
+# own when none is installed).
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  apt-get update -q && apt-get install -y -q nodejs npm; \
+	fi
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 

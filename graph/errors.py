@@ -13,6 +13,7 @@ from typing import Any
 import strawberry
 from graphql import GraphQLError, GraphQLSyntaxError
 from strawberry.extensions import SchemaExtension
+from strawberry.relay import GlobalIDValueError
 from strawberry.types import ExecutionContext
 
 from sources.errors import CatalogError, DatabaseUnavailable, NotAuthenticated, NotAuthorized
@@ -27,6 +28,9 @@ _USER_ERRORS: dict[type[Exception], str] = {
     NotAuthorized: "FORBIDDEN",
     CatalogError: "BAD_USER_INPUT",
     DatabaseUnavailable: "SERVICE_UNAVAILABLE",
+    # Strawberry raises it only on a global ID a client sent: one naming a type that is not
+    # a Node (node(id:) with "Query:x" in base64), or not a type at all.
+    GlobalIDValueError: "BAD_USER_INPUT",
 }
 
 

@@ -19,6 +19,10 @@ say how long with ``CacheControl(max_age=..., scope=CacheScope.PRIVATE)`` as sch
 catalog must carry its own ``max_age``; a resolver can tighten its request's policy with
 ``info.context.cache_hint(...)`` and name what its answer depends on with
 ``info.context.depends_on(...)`` (entity refs, ``kind:<kind>``).
+
+YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
+bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
+so no text can make a server error.
 """
 
 from __future__ import annotations
@@ -43,6 +47,7 @@ from graph.settings import Settings
 from loaders.registry import LoaderFactory, LoaderServices
 from sources.auth import Viewer
 from sources.errors import InvalidRef
+from sources.yaml_json import InvalidYaml, load_yaml
 
 __all__ = [
     "JSON",
@@ -57,6 +62,7 @@ __all__ = [
     "EntityOwner",
     "GaugeSource",
     "Info",
+    "InvalidYaml",
     "Lifespan",
     "LoaderServices",
     "Plugin",
@@ -71,6 +77,7 @@ __all__ = [
     "entities_owned_by",
     "entity",
     "entity_owner",
+    "load_yaml",
     "strawberry",
 ]
 

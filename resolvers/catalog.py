@@ -20,6 +20,7 @@ from sources.catalog.store import ApplyResult, apply_batch
 from sources.catalog.store import delete_entity as delete_stored
 from sources.db import Database
 from sources.errors import CatalogError
+from sources.text import unstorable
 
 __all__ = [
     "EntitiesPage",
@@ -38,6 +39,10 @@ __all__ = [
 
 class InvalidCursor(CatalogError):
     pass
+
+
+# Relevance cursors are offsets; no catalog holds more entities than this.
+_MAX_OFFSET = 2**31 - 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -180,17 +185,21 @@ def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
     try:
         value = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
-        raise InvalidCursor(f"cursor {cursor[:40]!r} is not one this API issued") from None
-    if relevance and isinstance(value, int) and value >= 0:
+        raise InvalidCursor(f"after: {cursor[:40]!r} is not a cursor this API issued") from None
+    if relevance and isinstance(value, int) and 0 <= value <= _MAX_OFFSET:
         return value
     if (
         not relevance
         and isinstance(value, list)
         and len(value) == 2
-        and all(isinstance(v, str) for v in value)
+        and all(isinstance(v, str) and unstorable(v) is None for v in value)
     ):
         return value[0], value[1]
-    raise InvalidCursor("cursor does not belong to this ordering or search")
+    # Decoded, a cursor is JSON the client could have written: one this API never issued (a
+    # NUL inside, an offset past any catalog) must not reach SQL.
+    raise InvalidCursor(
+        f"after: {cursor[:40]!r} is not a cursor this API issued for this ordering and search"
+    )
 
 
 async def delete_entity(db: Database, ref: str) -> list[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+import re
 import secrets
 from dataclasses import dataclass
 from datetime import datetime
@@ -24,6 +25,7 @@ __all__ = [
 
 SCOPES: Final = ("read", "write", "admin")
 _PREFIX: Final = "atr"
+_TOKEN_ID: Final = re.compile("[0-9a-f]{1,32}")
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,7 +101,9 @@ def token_id_of(token: str) -> str | None:
     """The id part of a well-formed token (``atr_<id>_<secret>``), else None."""
     prefix, _, rest = token.partition("_")
     token_id, _, secret = rest.partition("_")
-    if prefix != _PREFIX or not token_id or not secret or len(token_id) > 32:
+    if prefix != _PREFIX or not secret or _TOKEN_ID.fullmatch(token_id) is None:
+        # Ids are hex (create_token): anything else from an Authorization header, a NUL
+        # say, is no token, and must not reach a query.
         return None
     return token_id
 

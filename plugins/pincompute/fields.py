@@ -15,6 +15,7 @@ from plugins.pincompute.types import ClusterError, ClusterStatus, PinApp, PinSca
 
 __all__ = ["ComponentWorkloads", "ComputeQuery", "ComputeSubscription"]
 MAX_PAGE = 100
+MAX_TAIL_LINES = 10_000
 
 
 @strawberry.input(description="Each field narrows the result; all are optional.")
@@ -250,8 +251,7 @@ class ComputeQuery:
         previous: bool = False,
         timestamps: bool = False,
     ) -> PodLogs:
-        if tail_lines is not None and not 1 <= tail_lines <= 10_000:
-            raise UserError("tailLines must be between 1 and 10000")
+        _check_log_range(tail_lines, since_seconds)
         try:
             text = await compute_of(info).pod_log(
                 cluster,
@@ -266,6 +266,14 @@ class ComputeQuery:
         except ComputeError as exc:
             raise UserError(str(exc), "UNAVAILABLE") from exc
         return PodLogs(pod=pod, container=container, text=text)
+
+
+def _check_log_range(tail_lines: int | None, since_seconds: int | None) -> None:
+    # Kubernetes refuses these with a 400 the client would read as the cluster failing.
+    if tail_lines is not None and not 1 <= tail_lines <= MAX_TAIL_LINES:
+        raise UserError(f"tailLines must be between 1 and {MAX_TAIL_LINES}")
+    if since_seconds is not None and since_seconds < 1:
+        raise UserError("sinceSeconds must be at least 1")
 
 
 def _time(value: float | None) -> datetime | None:
@@ -284,6 +292,7 @@ class ComputeSubscription:
         container: str | None = None,
         tail_lines: int | None = 10,
     ) -> AsyncGenerator[str, None]:
+        _check_log_range(tail_lines, None)
         try:
             async for line in compute_of(info).follow_log(
                 cluster, namespace, pod, container=container, tail_lines=tail_lines

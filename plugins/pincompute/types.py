@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from graph.plugin import JSON, Entity, Info, entity, strawberry
+from graph.plugin import JSON, Entity, Info, UserError, entity, strawberry
 from plugins.pincompute.compute import Compute, ComputeError
 from plugins.pincompute.model import env_of
 from plugins.pincompute.store import Key, StoredObject
@@ -21,6 +21,7 @@ __all__ = [
 ]
 
 PLUGIN_ID = "pincompute"
+MAX_EVENTS = 100
 
 
 def compute_of(info: Info) -> Compute:
@@ -217,6 +218,8 @@ class PinApp(_Workload):
 
     @strawberry.field(description="Recent Kubernetes events about it and its pods.")
     async def events(self, info: Info, first: int = 20) -> list[KubeEvent]:
+        if not 0 <= first <= MAX_EVENTS:
+            raise UserError(f"first must be between 0 and {MAX_EVENTS}")
         items = await info.context.loaders["pincompute.events"].load(self.stored.key)
         events = [
             KubeEvent(
@@ -229,7 +232,7 @@ class PinApp(_Workload):
             for e in items
         ]
         events.sort(key=lambda e: e.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
-        return events[: max(0, min(first, 100))]
+        return events[:first]
 
 
 def _pod(item: dict[str, Any]) -> Pod:

@@ -10,6 +10,7 @@ from typing import Any, Final
 import jsonschema
 import yaml
 
+from graph.plugin import InvalidYaml, load_yaml
 from plugins.pincompute.compute import PINAPP, PINSCALER, Compute
 from plugins.pincompute.informer import GROUP, VERSION
 from plugins.pincompute.model import cpu_millis, memory_bytes, requested
@@ -53,9 +54,9 @@ def validate_body(kind: str, body: dict[str, Any]) -> None:
 def parse_manifest(text: str) -> dict[str, Any]:
     """One PinApp or PinScaler document, valid against its CRD, with its catalog entity."""
     try:
-        documents = [d for d in yaml.safe_load_all(text) if d is not None]
-    except yaml.YAMLError as exc:
-        raise ManifestError([f"invalid YAML: {exc}"]) from None
+        documents = [d for d in load_yaml(text) if d is not None]
+    except InvalidYaml as exc:
+        raise ManifestError([str(exc)]) from None
     if len(documents) != 1:
         raise ManifestError([f"expected one manifest, found {len(documents)}"])
     body = documents[0]
@@ -76,6 +77,18 @@ def parse_manifest(text: str) -> dict[str, Any]:
         problems.append("metadata.name: must be a lowercase DNS name")
     if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
         problems.append("metadata.namespace: must be a lowercase DNS label")
+    # Kubernetes keeps labels and annotations as strings; it would refuse anything else, and
+    # the refusal would read as the cluster failing.
+    for field in ("labels", "annotations"):
+        values = metadata.get(field)
+        if values is not None and not isinstance(values, dict):
+            problems.append(f"metadata.{field}: must be a mapping of strings")
+        elif values:
+            problems += [
+                f"metadata.{field}.{key}: must be a string"
+                for key, value in values.items()
+                if not isinstance(value, str)
+            ]
     annotations = metadata.get("annotations") or {}
     if not isinstance(annotations, dict) or not isinstance(annotations.get(ENTITY_ANNOTATION), str):
         problems.append(

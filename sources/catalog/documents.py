@@ -18,6 +18,7 @@ import yaml
 from sources.catalog.model import Entity, validate_entity
 from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
 from sources.errors import EntityValidationError
+from sources.yaml_json import JsonYamlLoader
 
 __all__ = ["DocumentError", "ParsedBatch", "parse_documents", "read_paths"]
 
@@ -52,14 +53,9 @@ class ParsedBatch:
     skipped: list[str] = field(default_factory=list)
 
 
-class _Loader(yaml.SafeLoader):
-    """SafeLoader that keeps timestamps as strings: entities are JSON, not Python dates."""
-
-
-_Loader.yaml_implicit_resolvers = {
-    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
-    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
-}
+class _Loader(JsonYamlLoader):
+    """Entities are JSON: timestamps stay strings, and what JSON or PostgreSQL cannot hold
+    (a NUL, a number beyond 64 bits, nesting without end) is a YAML error with its line."""
 
 
 @dataclass(slots=True)

@@ -1,0 +1,234 @@
+"""YAML read as the JSON it stands for, within bounds: what clients send (catalog files,
+workload manifests) becomes plain data the rest of Atrium can store and validate.
+
+PyYAML's safe loader still builds values JSON and PostgreSQL cannot hold, and a few lines of
+text can make it work without end; each of these is refused here as a YAML error with the line
+and column of the value, the way a syntax error is:
+
+- values nested deeper than ``max_depth`` (its composer recurses: a few thousand ``[`` end in
+  ``RecursionError``), an alias to a node that contains it (a value that never ends), and
+  documents whose aliases expand to more than ``max_values`` values (a "billion laughs");
+- strings PostgreSQL cannot store (a NUL or a lone surrogate, which YAML escapes can spell),
+  integers beyond 64 bits, infinities and NaN, tags with no JSON form (``!!binary``,
+  ``!!set``, ``!!omap``, ``!!pairs``), and scalars their explicit tag cannot read
+  (``!!int abc``).
+
+Timestamps stay the strings they were written as (entities and manifests are JSON, not Python
+dates), and a mapping key YAML reads as a number, boolean or null is kept as written (``1:``
+is the key ``"1"``), as Backstage's and Kubernetes' readers do.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any, Final
+
+import yaml
+from yaml.composer import ComposerError
+from yaml.constructor import ConstructorError
+from yaml.events import AliasEvent, CollectionStartEvent
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+from sources.text import unstorable
+
+__all__ = ["MAX_DEPTH", "MAX_VALUES", "InvalidYaml", "JsonYamlLoader", "load_yaml"]
+
+MAX_DEPTH: Final = 64
+MAX_VALUES: Final = 100_000
+_INT64: Final = range(-(2**63), 2**64)  # what orjson (and so the store) can write
+_NO_JSON_FORM: Final = ("binary", "set", "omap", "pairs")
+
+
+class InvalidYaml(ValueError):
+    """YAML that does not parse, or that stands for no storable JSON; says where."""
+
+    def __init__(self, problem: str, line: int | None = None, column: int | None = None) -> None:
+        where = f" at line {line}, column {column}" if line is not None else ""
+        super().__init__(f"invalid YAML{where}: {problem}")
+        self.problem = problem
+        self.line = line
+        self.column = column
+
+    @classmethod
+    def of(cls, error: yaml.YAMLError, text: str) -> InvalidYaml:
+        if isinstance(error, yaml.reader.ReaderError):
+            # A character YAML does not allow (a control character, say): no mark, a position.
+            line = text.count("\n", 0, error.position) + 1
+            column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
+            return cls(f"the character U+{error.character:04X} is not allowed", line, column)
+        mark = getattr(error, "problem_mark", None)
+        problem = getattr(error, "problem", None) or str(error)
+        if mark is None:
+            return cls(problem)
+        return cls(problem, mark.line + 1, mark.column + 1)
+
+
+class JsonYamlLoader(yaml.SafeLoader):
+    """The safe loader, bounded, building only JSON values (see the module's docstring)."""
+
+    max_depth = MAX_DEPTH
+    max_values = MAX_VALUES
+
+    def __init__(self, stream: Any) -> None:
+        super().__init__(stream)
+        self._depth = 0
+        self._open_anchors: set[str] = set()
+        self._values: dict[int, int] = {}  # id(node) → values it stands for, aliases expanded
+
+    # Composing: depth, aliases into themselves, and the size aliases expand to.
+
+    def compose_document(self) -> Node | None:
+        self._values = {}
+        try:
+            return super().compose_document()
+        finally:
+            self._values = {}
+
+    def compose_node(self, parent: Node | None, index: Any) -> Node | None:
+        event: Any = self.peek_event()  # type: ignore[no-untyped-call]  # untyped in the stubs
+        if isinstance(event, AliasEvent):
+            if event.anchor in self._open_anchors:
+                mark: Any = event.start_mark
+                raise ComposerError(
+                    None, None, f"alias *{event.anchor} stands for a value that contains it", mark
+                )
+            return super().compose_node(parent, index)
+        if self._depth >= self.max_depth:
+            raise ComposerError(
+                None, None, f"values are nested more than {self.max_depth} deep", event.start_mark
+            )
+        anchor = event.anchor if isinstance(event, CollectionStartEvent) else None
+        if anchor is not None:
+            self._open_anchors.add(anchor)
+        self._depth += 1
+        try:
+            node = super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
+            if anchor is not None:
+                self._open_anchors.discard(anchor)
+        if node is not None:
+            self._count(node)
+        return node
+
+    def _count(self, node: Node) -> None:
+        values = self._values
+        if isinstance(node, SequenceNode):
+            size = 1 + sum(values.get(id(item), 1) for item in node.value)
+        elif isinstance(node, MappingNode):
+            size = 1 + sum(
+                values.get(id(key), 1) + values.get(id(value), 1) for key, value in node.value
+            )
+        else:
+            size = 1
+        if size > self.max_values:
+            raise ComposerError(
+                None,
+                None,
+                f"the document stands for more than {self.max_values:,} values "
+                "(an alias counts as many as it stands for)",
+                node.start_mark,
+            )
+        values[id(node)] = size
+
+    # Constructing: only what JSON and PostgreSQL can hold.
+
+    def construct_scalar(self, node: Any) -> Any:
+        value = super().construct_scalar(node)
+        if isinstance(value, str):
+            why = unstorable(value)
+            if why is not None:
+                raise ConstructorError(
+                    None, None, f"a string that {why} cannot be stored", node.start_mark
+                )
+        return value
+
+    def construct_mapping(self, node: Any, deep: bool = False) -> dict[Any, Any]:
+        if not isinstance(node, MappingNode):
+            raise ConstructorError(
+                None, None, f"expected a mapping, but found a {node.id}", node.start_mark
+            )
+        self.flatten_mapping(node)
+        mapping: dict[str, Any] = {}
+        for key_node, value_node in node.value:
+            key = self.construct_object(key_node, deep=deep)
+            if not isinstance(key, str):
+                if not isinstance(key_node, ScalarNode):
+                    raise ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        "a key must be a string, not a list or mapping",
+                        key_node.start_mark,
+                    )
+                key = key_node.value  # as written: 1 → "1", true → "true"
+            mapping[key] = self.construct_object(value_node, deep=deep)
+        return mapping
+
+    def construct_yaml_int(self, node: Any) -> int:
+        text = self.construct_scalar(node)
+        if len(text) > 100:
+            raise ConstructorError(None, None, "an integer too long to store", node.start_mark)
+        value = self._read(super().construct_yaml_int, node, "an integer")
+        if value not in _INT64:
+            raise ConstructorError(
+                None, None, "an integer beyond 64 bits cannot be stored", node.start_mark
+            )
+        return int(value)
+
+    def construct_yaml_float(self, node: Any) -> float:
+        value = self._read(super().construct_yaml_float, node, "a number")
+        if not math.isfinite(value):
+            raise ConstructorError(
+                None, None, "JSON has no infinity or NaN: write a number", node.start_mark
+            )
+        return float(value)
+
+    def construct_yaml_bool(self, node: Any) -> bool:
+        return bool(self._read(super().construct_yaml_bool, node, "a boolean"))
+
+    def _read(self, construct: Any, node: Any, what: str) -> Any:
+        # An explicit tag on a scalar it does not fit (!!int abc, !!float "") breaks PyYAML's
+        # constructors with Python errors; they are the text's problem.
+        try:
+            return construct(node)
+        except (ValueError, IndexError, KeyError):
+            raise ConstructorError(
+                None, None, f"{node.value[:40]!r} is not {what}", node.start_mark
+            ) from None
+
+    def construct_timestamp_text(self, node: Any) -> str:
+        return self.construct_yaml_str(node)
+
+    def construct_no_json_form(self, node: Any) -> Any:
+        raise ConstructorError(
+            None,
+            None,
+            f"the tag {node.tag.replace('tag:yaml.org,2002:', '!!')} has no JSON form: write a "
+            "string, list or mapping",
+            node.start_mark,
+        )
+
+
+JsonYamlLoader.yaml_implicit_resolvers = {
+    key: [(tag, regexp) for tag, regexp in resolvers if tag != "tag:yaml.org,2002:timestamp"]
+    for key, resolvers in yaml.SafeLoader.yaml_implicit_resolvers.items()
+}
+JsonYamlLoader.add_constructor(
+    "tag:yaml.org,2002:timestamp", JsonYamlLoader.construct_timestamp_text
+)
+JsonYamlLoader.add_constructor("tag:yaml.org,2002:int", JsonYamlLoader.construct_yaml_int)
+JsonYamlLoader.add_constructor("tag:yaml.org,2002:float", JsonYamlLoader.construct_yaml_float)
+JsonYamlLoader.add_constructor("tag:yaml.org,2002:bool", JsonYamlLoader.construct_yaml_bool)
+for _tag in _NO_JSON_FORM:
+    JsonYamlLoader.add_constructor(
+        f"tag:yaml.org,2002:{_tag}", JsonYamlLoader.construct_no_json_form
+    )
+
+
+def load_yaml(text: str) -> list[Any]:
+    """Every document of ``text`` (None for an empty one); ``InvalidYaml`` says what and
+    where when the text does not parse or stands for something no JSON can be."""
+    try:
+        return list(yaml.load_all(text, Loader=JsonYamlLoader))
+    except yaml.YAMLError as exc:
+        raise InvalidYaml.of(exc, text) from None

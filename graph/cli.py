@@ -77,8 +77,11 @@ def _parser() -> argparse.ArgumentParser:
         "import",
         help="import catalog-info.yaml files",
         description="Import catalog-info.yaml files or directories of them. Invalid documents "
-        "are reported and skipped; the rest is stored in one transaction. Exits 1 when any "
-        "document was rejected.",
+        "are reported and skipped; the rest is stored in one transaction. Placeholders "
+        "($text, $json, $yaml) may name files inside PATH and URLs on the hosts "
+        "ATRIUM_CATALOG_FETCH_HOSTS allows; an entity whose placeholder cannot be read is "
+        "stored without that field, reported, and tried again on the next import. Exits 1 "
+        "when any document was rejected.",
     )
     imp.add_argument("paths", nargs="+", type=Path, metavar="PATH")
     imp.set_defaults(run=_catalog_import)
@@ -242,17 +245,16 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         await publish_invalidation(settings.redis_url, settings.cache_prefix, result.affected)
         for error in result.errors:
             print(f"rejected: {error}", file=sys.stderr)
-        for origin, entity in batch.entities:
-            for field, reason in entity.unavailable.items():
-                print(f"unavailable: {origin}: {entity.ref} {field}: {reason}", file=sys.stderr)
-        unavailable = sum(bool(entity.unavailable) for _, entity in batch.entities)
+        for missing in result.unavailable:
+            print(f"unavailable: {missing}", file=sys.stderr)
+        unavailable = len({(u.location, u.document) for u in result.unavailable})
         if batch.skipped:
-            print(f"skipped {len(batch.skipped)} files placeholders read (not catalog files)")
+            print(f"skipped {len(batch.skipped)} YAML files that declare no entity")
         print(
             f"created {len(result.created)}, updated {len(result.updated)}, "
             f"unchanged {len(result.unchanged)}, deleted {len(result.deleted)}, "
             f"rejected {len(result.errors)}"
-            + (f"; {unavailable} with fields unavailable (kept)" if unavailable else "")
+            + (f"; {unavailable} stored with fields unavailable" if unavailable else "")
         )
         return 1 if result.errors else 0
 

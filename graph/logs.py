@@ -140,9 +140,10 @@ def configure_logging(level: str = "INFO", stream: IO[str] | None = None) -> Non
     # Atrium logs each request itself, with its GraphQL operation.
     logging.getLogger("uvicorn.access").disabled = True
     # Libraries' step-by-step chatter (the embedded PostgreSQL's initdb output, uvicorn's
-    # start-up banner) only when debugging; their warnings and errors always.
+    # start-up banner, httpx's line per request) only when debugging; their warnings and
+    # errors always.
     chatty = logging.INFO if root.level <= logging.DEBUG else logging.WARNING
-    for name in ("pgserver", "uvicorn.error"):
+    for name in ("pgserver", "uvicorn.error", "httpx"):
         logging.getLogger(name).setLevel(chatty)
     atexit.register(_sink.flush)
 

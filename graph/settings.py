@@ -78,11 +78,12 @@ class Settings(BaseSettings):
     csrf_prevention: bool = True
     max_page_size: int = Field(default=100, ge=1, le=1000)
     # Hosts whose URLs catalog placeholders ($text, $json, $yaml) may read at import: none
-    # unless named, since an import runs inside the network and would reach what the importer
-    # cannot. Exact names, or "*.example.com" for its subdomains.
+    # unless named. An import runs inside the network, and what it reads is published as the
+    # entity's spec: any catalog file's author could otherwise read internal endpoints (cloud
+    # metadata, admin pages) through Atrium. Exact names, or "*.example.com" for subdomains.
     catalog_fetch_hosts: Annotated[list[str], NoDecode] = Field(default_factory=list)
     catalog_fetch_timeout: float = Field(default=10.0, gt=0, le=120)  # seconds per URL
-    catalog_fetch_max_bytes: int = Field(default=2 * 2**20, ge=1024)
+    catalog_fetch_max_bytes: int = Field(default=2 * 2**20, ge=1024)  # per URL or file read
 
     log_level: str = "INFO"
 

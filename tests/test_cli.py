@@ -6,6 +6,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import orjson
 import pytest
@@ -187,3 +188,77 @@ def test_persisted_load_trusts_a_manifest_that_fits_the_schema(
     assert (
         "'Old': Cannot query field 'gone'" in refused.stderr and "nothing loaded" in refused.stderr
     )
+
+
+VETS_API = """\
+apiVersion: backstage.io/v1alpha1
+kind: API
+metadata:
+  name: vets-api
+spec:
+  type: openapi
+  lifecycle: production
+  owner: pet-team
+  system: petshop
+  definition:
+    $text: {url}
+"""
+VETS_OAS = "openapi: 3.0.3\ninfo: {title: Vets, version: 1.0.0}\npaths: {}\n"
+
+
+async def test_catalog_import_reads_placeholders_and_tries_again_what_it_could_not(
+    database_url: str, tmp_path: Path, make_client: Any
+) -> None:
+    import asyncio
+    import shutil
+
+    from tests.http_files import http_server
+
+    root = tmp_path / "petshop"
+    shutil.copytree(ROOT / "tests/fixtures/petshop", root)
+    definition = (root / "apis/pets.oas.yaml").read_text()
+    (root / "apis/pets.oas.yaml").unlink()
+    env = {"ATRIUM_DATABASE_URL": database_url, "ATRIUM_CATALOG_FETCH_HOSTS": "127.0.0.1"}
+
+    async def run() -> subprocess.CompletedProcess[str]:
+        done = await asyncio.to_thread(atrium, "catalog", "import", str(root), env=env)
+        assert done.returncode == 0, done.stderr
+        return done
+
+    with http_server() as http:
+        (root / "apis/vets-api.yaml").write_text(
+            VETS_API.format(url=http.serve("/vets.yaml", VETS_OAS))
+        )
+        first = await run()
+        assert (
+            "created 7, updated 0, unchanged 0, deleted 0, rejected 0; "
+            "1 stored with fields unavailable" in first.stdout
+        )
+        assert "skipped 2 YAML files that declare no entity" in first.stdout
+        pets_api = (root / "apis/pets-api.yaml").resolve()
+        assert first.stderr == (
+            f"unavailable: {pets_api} document 1 (api:default/pets-api): spec.definition: "
+            "$text './pets.oas.yaml': no such file\n"
+        )
+        # Nothing changed, but what failed is tried again, and reported again.
+        second = await run()
+        assert "created 0, updated 1, unchanged 6" in second.stdout
+        assert "unavailable:" in second.stderr
+
+        (root / "apis/pets.oas.yaml").write_text(definition)
+        third = await run()
+        assert "created 0, updated 1, unchanged 6, deleted 0, rejected 0\n" in third.stdout
+        assert "skipped 3 YAML files" in third.stdout and third.stderr == ""
+        assert http.count("/vets.yaml") == 3  # once per import
+
+        client = await make_client()
+        body = await client.gql(
+            """{ pets: entity(ref: "api:pets-api") { ... on API { definition definitionUnavailable } }
+                 vets: entity(ref: "api:vets-api") { ... on API { definition owner { ref } } } }"""
+        )
+        assert body["data"] == {
+            "pets": {"definition": definition, "definitionUnavailable": None},
+            "vets": {"definition": VETS_OAS, "owner": {"ref": "group:default/pet-team"}},
+        }
+        fourth = await run()
+        assert "created 0, updated 0, unchanged 7" in fourth.stdout

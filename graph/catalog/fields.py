@@ -118,10 +118,35 @@ class EntityError:
     message: str
 
 
+@strawberry.type(
+    description="A field an entity was stored without: the placeholder ($text, $json or $yaml) "
+    "that should give it could not be read. The entity's unavailable field says the same until "
+    "an import reads it."
+)
+class UnavailableEntityField:
+    ref: str = strawberry.field(description="The entity stored without the field.")
+    location: str
+    document: int = strawberry.field(description="1-based index in a multi-document file.")
+    field: str = strawberry.field(description="Dotted path of the field, as spec.definition.")
+    reason: str = strawberry.field(description="The placeholder, and why it could not be read.")
+
+
 @strawberry.type
 class ApplyEntitiesResult:
     result: strawberry.Private[ApplyResult]
     errors: list[EntityError]
+
+    @strawberry.field(
+        description="Fields entities were stored without, their placeholder unreadable. Text "
+        "sent here has no file tree: placeholders may name absolute http(s) URLs only."
+    )
+    def unavailable(self) -> list[UnavailableEntityField]:
+        return [
+            UnavailableEntityField(
+                ref=u.ref, location=u.location, document=u.document, field=u.field, reason=u.reason
+            )
+            for u in self.result.unavailable
+        ]
 
     @strawberry.field
     def created(self) -> list[str]:

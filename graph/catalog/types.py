@@ -43,10 +43,13 @@ class UnavailableField:
     reason: str = strawberry.field(description="What could not be read, and why.")
 
 
-@strawberry.type(directives=[INHERIT], description="Where an API (an MCP server, say) is reached.")
+@strawberry.type(
+    directives=[INHERIT],
+    description="A transport endpoint of an API (an MCP server or an AI model server, say).",
+)
 class ApiRemote:
-    type: str | None
-    url: str
+    type: str = strawberry.field(description="The transport: streamable-http, sse, stdio...")
+    url: str = strawberry.field(description="The endpoint (for stdio, the command).")
 
 
 @strawberry.type(directives=[INHERIT], description="How a person or team presents itself.")
@@ -85,12 +88,16 @@ class Entity(relay.Node):
     labels: JSON
     annotations: JSON
     links: list[EntityLink]
-    spec: JSON = strawberry.field(description="The entity's spec exactly as ingested.")
+    spec: JSON = strawberry.field(
+        description="The entity's spec as ingested, placeholders ($text, $json, $yaml) replaced "
+        "by what they read; null where one could not be read (see unavailable)."
+    )
     updated_at: datetime
 
     @strawberry.field(
-        description="Fields whose placeholder could not be read at the last import (none "
-        "when everything was)."
+        description="Fields stored empty because their placeholder ($text, $json or $yaml) "
+        "could not be read at the last import, and why; empty when every one was read. The "
+        "entity is kept all the same, and the next import tries again."
     )
     def unavailable(self) -> list[UnavailableField]:
         return [
@@ -259,19 +266,26 @@ class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
         return _text(self.record.spec.get("definition"))
 
     @strawberry.field(
-        description="Why the definition's placeholder ($text, $json, $yaml) could not be read "
-        "at the last import; null when it was, or there is none."
+        description="Why the definition is null although the entity names one: its "
+        "placeholder ($text, $json or $yaml) could not be read at the last import, as in "
+        "\"$text './petstore.oas.yaml': no such file\". Null when it was read or none is "
+        "named. The next import tries again."
     )
     def definition_unavailable(self) -> str | None:
         return self.record.unavailable.get("spec.definition")
 
-    @strawberry.field(description="Where the API is reached (spec.remotes: MCP servers, say).")
+    @strawberry.field(
+        description="Where the API is reached (spec.remotes): required of MCP servers and AI "
+        "model servers, which have no definition; empty when none is given."
+    )
     def remotes(self) -> list[ApiRemote]:
         raw = self.record.spec.get("remotes")
         return [
-            ApiRemote(type=_text(r.get("type")), url=r["url"])
+            ApiRemote(type=r["type"], url=r["url"])
             for r in (raw if isinstance(raw, list) else ())
-            if isinstance(r, dict) and isinstance(r.get("url"), str)
+            if isinstance(r, dict)
+            and isinstance(r.get("type"), str)
+            and isinstance(r.get("url"), str)
         ]
 
     @strawberry.field

@@ -1,9 +1,12 @@
 """Reading ``catalog-info.yaml`` text into validated entities and precise errors.
 
 Three steps: every file's YAML documents are loaded, their placeholders substituted
-(``sources.catalog.placeholders``), then each is validated. A YAML file that a placeholder
-read (an OpenAPI definition beside its catalog file, say) is not a catalog file, and is
-skipped unless it declares entities itself.
+(``sources.catalog.placeholders``), then each is validated.
+
+A directory holds more YAML than catalog files: the OpenAPI definition beside its
+catalog-info.yaml that a placeholder reads, CI workflows, Kubernetes manifests. Found in a
+directory, a file none of whose documents means to be an entity (a Backstage apiVersion, or a
+kind of the catalog) is skipped, not rejected; a file named on its own is always validated.
 """
 
 from __future__ import annotations
@@ -16,14 +19,16 @@ from typing import Any
 import yaml
 
 from sources.catalog.model import Entity, validate_entity
-from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
+from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted, files_named
+from sources.catalog.refs import KINDS
 from sources.errors import EntityValidationError
 from sources.yaml_json import JsonYamlLoader
 
-__all__ = ["DocumentError", "ParsedBatch", "parse_documents", "read_paths"]
+__all__ = ["DocumentError", "ParsedBatch", "UnavailableField", "parse_documents", "read_paths"]
 
 # Files we look for when a directory is given.
 _PATTERNS = ("*.yaml", "*.yml")
+_CATALOG_KINDS = frozenset(kind.lower() for kind in KINDS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +47,21 @@ class DocumentError:
         return f"{where}: {self.field + ': ' if self.field else ''}{self.message}"
 
 
+@dataclass(frozen=True, slots=True)
+class UnavailableField:
+    """A field an entity was stored without: its placeholder could not be read (``reason``
+    names the placeholder and why). The next import tries again."""
+
+    location: str
+    document: int  # 1-based, in ``location``
+    ref: str
+    field: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.location} document {self.document} ({self.ref}): {self.field}: {self.reason}"
+
+
 @dataclass(slots=True)
 class ParsedBatch:
     # (origin, entity) pairs; the origin is the file or the API caller that supplied it.
@@ -49,8 +69,10 @@ class ParsedBatch:
     errors: list[DocumentError]
     # Origins read whole, without any error: entities they once held and no longer do may go.
     complete_origins: set[str]
-    # YAML files found in a directory that are not catalog files: placeholders read them.
+    # YAML files found in a directory that declare no entity (definitions, say).
     skipped: list[str] = field(default_factory=list)
+    # Fields of the entities above stored empty, their placeholder unreadable.
+    unavailable: list[UnavailableField] = field(default_factory=list)
 
 
 class _Loader(JsonYamlLoader):
@@ -65,9 +87,9 @@ class _File:
     location: str
     path: Path | None  # the file, for placeholders relative to it
     root: Path | None  # the tree being imported
+    searched: bool = False  # found in a directory, not named: skipped if it declares nothing
     documents: list[tuple[int, Any]] = field(default_factory=list)  # (1-based index, document)
     error: DocumentError | None = None  # YAML that stopped parsing, after the documents above
-    substituted: list[tuple[int, Substituted]] = field(default_factory=list)
 
 
 def parse_documents(
@@ -85,9 +107,9 @@ def parse_documents(
     name URLs: from async code, run it in a thread."""
     file = _load(text, location, base, root)
     if placeholders is not None:
-        return _parsed([file], placeholders, skip_read=False)
+        return _parsed([file], placeholders)
     with Placeholders(fetch) as reader:
-        return _parsed([file], reader, skip_read=False)
+        return _parsed([file], reader)
 
 
 def read_paths(paths: Iterable[Path], fetch: FetchPolicy | None = None) -> ParsedBatch:
@@ -105,9 +127,11 @@ def read_paths(paths: Iterable[Path], fetch: FetchPolicy | None = None) -> Parse
             except (OSError, UnicodeDecodeError) as exc:
                 errors.append(DocumentError(location, None, None, f"cannot read: {exc}"))
                 continue
-            files.append(_load(text, location, path, root))
+            file = _load(text, location, path, root)
+            file.searched = path != given
+            files.append(file)
     with Placeholders(fetch) as placeholders:
-        batch = _parsed(files, placeholders, skip_read=True)
+        batch = _parsed(files, placeholders)
     batch.errors[:0] = errors
     return batch
 
@@ -127,31 +151,46 @@ def _load(text: str, location: str, path: Path | None, root: Path | None) -> _Fi
     return file
 
 
-def _parsed(files: list[_File], placeholders: Placeholders, *, skip_read: bool) -> ParsedBatch:
-    for file in files:
-        file.substituted = [
-            (index, placeholders.substitute(doc, file.path, file.root))
-            for index, doc in file.documents
-        ]
+def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:
     batch = ParsedBatch([], [], set())
+    # Files placeholders name are data even when they do not parse: their error is the
+    # placeholder's, reported against the field that names them.
+    named = {
+        path
+        for f in files
+        if f.path is not None and f.root is not None
+        for _, doc in f.documents
+        for path in files_named(doc, f.path, f.root)
+    }
+    others = [
+        f
+        for f in files
+        if f.searched
+        and not any(_meant(doc) for _, doc in f.documents)
+        and (f.documents or (f.path is not None and f.path.resolve() in named))
+    ]
+    # Read whole, declaring nothing: whatever such a file once declared is gone.
+    batch.skipped = [f.location for f in others]
+    batch.complete_origins.update(f.location for f in others if f.error is None)
+    skipped = {id(f) for f in others}
+    files = [f for f in files if id(f) not in skipped]
+    placeholders.prefetch(doc for file in files for _, doc in file.documents)
     for file in files:
-        if (
-            skip_read
-            and file.path is not None
-            and file.path.resolve() in placeholders.files_read
-            and not any(_declares_entity(doc) for _, doc in file.documents)
-        ):
-            batch.skipped.append(file.location)
-            continue
         ok = file.error is None
-        for index, substituted in file.substituted:
+        for index, doc in file.documents:
+            substituted = placeholders.substitute(doc, file.path, file.root)
             try:
                 entity = validate_entity(substituted.document, substituted.unavailable)
             except EntityValidationError as exc:
                 ok = False
-                batch.errors.append(DocumentError(file.location, index, exc.field, exc.message))
+                message = _explained(exc, substituted)
+                batch.errors.append(DocumentError(file.location, index, exc.field, message))
             else:
                 batch.entities.append((file.location, entity))
+                batch.unavailable.extend(
+                    UnavailableField(file.location, index, entity.ref, path, reason)
+                    for path, reason in entity.unavailable.items()
+                )
         if file.error is not None:
             batch.errors.append(file.error)
         if ok:
@@ -159,8 +198,38 @@ def _parsed(files: list[_File], placeholders: Placeholders, *, skip_read: bool) 
     return batch
 
 
-def _declares_entity(doc: Any) -> bool:
-    return isinstance(doc, dict) and str(doc.get("apiVersion", "")).startswith("backstage.io/")
+def _explained(exc: EntityValidationError, substituted: Substituted) -> str:
+    """The validation error, saying so when the field's value came from a placeholder, or
+    when the placeholder that should have given it could not be read."""
+    reason = _covering(substituted.unavailable, exc.field)
+    if reason is not None:
+        return f"{exc.message}; its placeholder could not be read: {reason}"
+    source = _covering(substituted.filled, exc.field)
+    if source is None:
+        return exc.message
+    hint = "; $text reads a file as text" if "expected a string" in exc.message else ""
+    return f"{exc.message} (the value {source} read{hint})"
+
+
+def _covering(by_path: dict[str, str], where: str | None) -> str | None:
+    """The entry for ``where`` or for the field that holds it (spec.remotes for
+    spec.remotes[0].url)."""
+    if where is None:
+        return None
+    for path, entry in by_path.items():
+        if where == path or where.startswith((f"{path}.", f"{path}[")) or path == "(document)":
+            return entry
+    return None
+
+
+def _meant(doc: Any) -> bool:
+    """Whether ``doc`` means to be an entity, valid or not."""
+    if not isinstance(doc, dict):
+        return False
+    api_version, kind = doc.get("apiVersion"), doc.get("kind")
+    return (isinstance(api_version, str) and "backstage.io/" in api_version) or (
+        isinstance(kind, str) and kind.lower() in _CATALOG_KINDS
+    )
 
 
 def _expand(paths: Iterable[Path]) -> Iterator[Path]:

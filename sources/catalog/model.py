@@ -205,29 +205,35 @@ def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> E
     return entity
 
 
-# API types whose description is a definition document: one of them without it describes
-# nothing. Newer types say where the API is reached instead (mcp-server's remotes,
-# ai-model-server's serverUrl), as Backstage's own examples do.
-DEFINITION_TYPES: Final = frozenset({"openapi", "asyncapi", "graphql", "grpc", "trpc"})
+# API types described by where they are reached instead of by a definition document, as
+# Backstage's model layers for them have it (API.v1alpha1.mcp-server.schema.json and
+# API.v1alpha1.ai-model-server.schema.json): spec.remotes is required, the definition is not.
+# Every other type needs its definition (API.v1alpha1.schema.json).
+REMOTE_TYPES: Final = frozenset({"mcp-server", "ai-model-server"})
 
 
 def _api_spec(spec: dict[str, Any], unavailable: dict[str, str]) -> None:
+    if spec.get("type") not in REMOTE_TYPES:
+        _string(
+            spec, "definition", "spec.definition", required="spec.definition" not in unavailable
+        )
+        return
+    _string(spec, "definition", "spec.definition")
+    if "spec.remotes" in unavailable:
+        return
     remotes = spec.get("remotes")
-    if remotes is not None:
-        if not isinstance(remotes, list) or not remotes:
-            raise EntityValidationError("spec.remotes", "expected a non-empty list")
-        for index, remote in enumerate(remotes):
-            where = f"spec.remotes[{index}]"
-            if not isinstance(remote, dict):
-                raise EntityValidationError(where, f"expected a mapping, got {_kind_of(remote)}")
-            _string(remote, "url", f"{where}.url", required=True)
-            _string(remote, "type", f"{where}.type")
-    required = (
-        str(spec.get("type", "")).lower() in DEFINITION_TYPES
-        and remotes is None
-        and "spec.definition" not in unavailable
-    )
-    _string(spec, "definition", "spec.definition", required=required)
+    if remotes is None:
+        raise EntityValidationError("spec.remotes", "is required for an API of this type")
+    if not isinstance(remotes, list):
+        raise EntityValidationError("spec.remotes", f"expected a list, got {_kind_of(remotes)}")
+    if not remotes:
+        raise EntityValidationError("spec.remotes", "must name at least one {type, url}")
+    for index, remote in enumerate(remotes):
+        where = f"spec.remotes[{index}]"
+        if not isinstance(remote, dict):
+            raise EntityValidationError(where, f"expected a mapping, got {_kind_of(remote)}")
+        _string(remote, "type", f"{where}.type", required=True)
+        _string(remote, "url", f"{where}.url", required=True)
 
 
 def _check(problem: str | None, where: str) -> None:

@@ -2,8 +2,9 @@
 
 A mapping with exactly one key, ``$text``, ``$json`` or ``$yaml``, anywhere in a document is
 replaced by what its value names: a file relative to the catalog file (or an absolute
-``http(s)`` URL), as text, or parsed as JSON or YAML. Mappings with other ``$`` keys (JSON
-Schema's ``$ref``, say) are left alone, as Backstage leaves them.
+``http(s)`` URL), as text, or parsed as JSON or YAML. As in Backstage's PlaceholderProcessor, a
+mapping with any other ``$`` key (JSON Schema's ``$ref`` or ``$schema``, say) is left alone
+whole, and placeholders inside what a placeholder read are not substituted again.
 
 Better than Backstage, which drops the whole entity when a placeholder cannot be read: the
 entity is kept (its owner, system and relations matter more than its spec text), the value is
@@ -12,32 +13,37 @@ import reads placeholders afresh, so the next one fills in what has become reada
 
 What may be read: files inside the tree being imported (a path may not climb out of it, nor
 a symlink lead out), and URLs on the hosts a ``FetchPolicy`` allows, within a timeout and a
-size limit, redirects included. Each file or URL is read once per import.
+size limit, redirects included. Each file or URL is read (and parsed) once per import, and the
+URLs of a batch are fetched several at a time. Reading is blocking I/O: async code runs it in
+a thread, and fetching a URL from a thread that runs an event loop is refused outright.
 """
 
 from __future__ import annotations
 
-import json
+import asyncio
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
 from urllib.parse import urljoin, urlsplit
 
-import yaml
+import orjson
 
 from sources.text import unstorable
+from sources.yaml_json import InvalidYaml, load_yaml
 
-__all__ = ["FetchPolicy", "Placeholders", "Substituted", "raw_url"]
+__all__ = ["FetchPolicy", "Placeholders", "Substituted", "files_named", "raw_url"]
 
 KINDS: Final = ("text", "json", "yaml")
 _MAX_REDIRECTS: Final = 3
+_FETCHERS: Final = 8  # URLs fetched at once
 
 
 @dataclass(frozen=True, slots=True)
 class FetchPolicy:
-    """Which URLs an import may read, and how long and how much."""
+    """Which URLs an import may read, and how long and how much (files: how much too)."""
 
     hosts: frozenset[str] = frozenset()  # host names; "*.example.com" for its subdomains
     timeout: float = 10.0
@@ -60,21 +66,27 @@ class Unreadable(Exception):
 
 @dataclass(slots=True)
 class Substituted:
-    """A document with its placeholders replaced, and what could not be, by field path."""
+    """A document with its placeholders replaced. ``unavailable``: fields that could not be,
+    by path, and why; ``filled``: fields that were, by path, and the placeholder that did it
+    (so that a validation error on one can say where the value came from)."""
 
     document: Any
     unavailable: dict[str, str] = field(default_factory=dict)
+    filled: dict[str, str] = field(default_factory=dict)
 
 
 class Placeholders:
-    """Reads for one import: each file or URL once, whatever number of documents name it."""
+    """Reads for one import: each file or URL once, whatever number of documents name it.
+
+    Values read are shared between the documents naming them: treat documents as read-only.
+    """
 
     def __init__(self, policy: FetchPolicy | None = None) -> None:
         self.policy = policy or FetchPolicy()
+        # Raw texts by file or URL, and parsed values by (kind, file or URL): or why not.
         self._texts: dict[str, str | Unreadable] = {}
+        self._values: dict[tuple[str, str], Any] = {}
         self._client: Any = None  # an httpx.Client, made when a URL is first read
-        # Files placeholders named (resolved): they are definitions, not catalog files.
-        self.files_read: set[Path] = set()
 
     def close(self) -> None:
         if self._client is not None:
@@ -87,16 +99,35 @@ class Placeholders:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
+    def prefetch(self, documents: Iterable[Any]) -> None:
+        """Fetch every URL the documents' placeholders name, several at once, so that
+        substituting them afterwards waits for the slowest URL and not for their sum."""
+        urls = {
+            target
+            for document in documents
+            for _, target in _placeholders_in(document)
+            if isinstance(target, str) and _is_url(target) and f"url {target}" not in self._texts
+        }
+        fetchable = [url for url in urls if self.policy.allows(urlsplit(url).hostname or "")]
+        if len(fetchable) < 2:
+            return  # nothing to overlap: substitution reads it
+        _refuse_in_event_loop()
+        self._ensure_client()
+        with ThreadPoolExecutor(min(_FETCHERS, len(fetchable))) as pool:
+            texts = pool.map(lambda url: _outcome(lambda: self._fetch(url)), fetchable)
+            for url, text in zip(fetchable, texts, strict=True):
+                self._texts[f"url {url}"] = text
+
     def substitute(self, document: Any, base: Path | None, root: Path | None) -> Substituted:
         """``document`` with its placeholders replaced. ``base`` is the catalog file that holds
         it and ``root`` the tree being imported (None for text sent through the API: then only
         URLs can be read)."""
         found = Substituted(document)
-        found.document = self._walk(document, "", base, root, found.unavailable)
+        found.document = self._walk(document, "", base, root, found)
         return found
 
     def _walk(
-        self, value: Any, path: str, base: Path | None, root: Path | None, out: dict[str, str]
+        self, value: Any, path: str, base: Path | None, root: Path | None, out: Substituted
     ) -> Any:
         if isinstance(value, list):
             return [
@@ -104,76 +135,78 @@ class Placeholders:
             ]
         if not isinstance(value, dict):
             return value
-        if len(value) == 1:
-            [(key, target)] = value.items()
-            if isinstance(key, str) and key.startswith("$") and key[1:] in KINDS:
-                try:
-                    return self._resolve(key[1:], target, base, root)
-                except Unreadable as exc:
-                    out[path or "(document)"] = f"${key[1:]} {target!r}: {exc}"
-                    return None
+        placeholder = _placeholder(value)
+        if placeholder is not None:
+            kind, target = placeholder
+            where = path or "(document)"
+            named = f"${kind} {target!r}"
+            try:
+                substituted = self._value(kind, target, base, root)
+            except Unreadable as exc:
+                out.unavailable[where] = f"{named}: {exc}"
+                return None
+            out.filled[where] = named
+            return substituted
+        if _has_dollar_key(value):
+            return value  # someone else's $ syntax: left alone whole, as Backstage does
         return {
             k: self._walk(v, f"{path}.{k}" if path else str(k), base, root, out)
             for k, v in value.items()
         }
 
-    def _resolve(self, kind: str, target: Any, base: Path | None, root: Path | None) -> Any:
+    def _value(self, kind: str, target: Any, base: Path | None, root: Path | None) -> Any:
         if not isinstance(target, str) or not target:
             raise Unreadable("expected a relative path or an absolute http(s) URL")
-        text = self._read(target, base, root)
-        if kind == "text":
-            return text
-        if kind == "json":
-            try:
-                return json.loads(text)
-            except ValueError as exc:
-                raise Unreadable(f"is not valid JSON: {exc}") from None
-        try:
-            documents = [d for d in yaml.safe_load_all(text) if d is not None]
-        except yaml.YAMLError as exc:
-            raise Unreadable(f"is not valid YAML: {exc}") from None
-        if len(documents) != 1:
-            raise Unreadable(f"expected exactly one YAML document, found {len(documents)}")
-        return _json_ready(documents[0])
+        key = self._key(target, base, root)
+        if (kind, key) not in self._values:
+            self._values[kind, key] = _outcome(lambda: _parse(kind, self._text(key)))
+        value = self._values[kind, key]
+        if isinstance(value, Unreadable):
+            raise value
+        return value
 
-    def _read(self, target: str, base: Path | None, root: Path | None) -> str:
+    def _key(self, target: str, base: Path | None, root: Path | None) -> str:
+        """What ``target`` names, as ``url …`` or ``file …``; raises when it may not be read."""
         scheme = urlsplit(target).scheme.lower()
-        read: Callable[[], str]
         if scheme in ("http", "https"):
-            key, read = f"url {target}", lambda: self._fetch(target)
-        elif scheme and len(scheme) > 1:  # not a Windows drive letter
+            return f"url {target}"
+        if scheme and len(scheme) > 1:  # one letter is a Windows drive, not a scheme
             raise Unreadable(f"{scheme}: URLs are not read; use http(s) or a relative path")
-        elif base is None or root is None:
+        if base is None or root is None:
             raise Unreadable(
                 "a relative path needs a catalog file to be relative to; text sent through "
-                "the API can only name absolute http(s) URLs"
+                "the API has none, so it can only name absolute http(s) URLs"
             )
-        else:
-            path = _inside(base.parent / target, root)
-            self.files_read.add(path)
-            key, read = f"file {path}", lambda: _read_file(path)
-        if key not in self._texts:
-            try:
-                self._texts[key] = read()
-            except Unreadable as exc:
-                self._texts[key] = exc
-        found = self._texts[key]
-        if isinstance(found, Unreadable):
-            raise found
-        why = unstorable(found)
-        if why is not None:
-            raise Unreadable(f"{why}, which cannot be stored")
-        return found
+        return f"file {_inside(base.parent / target, root)}"
 
-    def _fetch(self, url: str) -> str:
+    def _text(self, key: str) -> str:
+        if key not in self._texts:
+            what, _, where = key.partition(" ")
+            read: Callable[[], str]
+            if what == "url":
+                read = lambda: self._fetch(where)  # noqa: E731
+            else:
+                read = lambda: _read_file(Path(where), self.policy.max_bytes)  # noqa: E731
+            self._texts[key] = _outcome(read)
+        text = self._texts[key]
+        if isinstance(text, Unreadable):
+            raise text
+        return text
+
+    def _ensure_client(self) -> Any:
         import httpx  # only imports that read URLs pay for it
 
-        policy = self.policy
         if self._client is None:
-            self._client = httpx.Client(timeout=policy.timeout, follow_redirects=False)
+            # Redirects are followed by hand: each hop's host must be allowed too.
+            self._client = httpx.Client(timeout=self.policy.timeout, follow_redirects=False)
+        return self._client
+
+    def _fetch(self, url: str) -> str:
+        import httpx
+
+        policy = self.policy
         deadline = time.monotonic() + policy.timeout
-        host = urlsplit(url).hostname or ""
-        if policy.allows(host):
+        if policy.allows(urlsplit(url).hostname or ""):
             url = raw_url(url)  # the file, not the page showing it; allowed as its page is
         for _ in range(_MAX_REDIRECTS + 1):
             host = urlsplit(url).hostname or ""
@@ -182,26 +215,127 @@ class Placeholders:
                     f"reading from {host or 'that URL'} is not allowed "
                     "(ATRIUM_CATALOG_FETCH_HOSTS names the hosts imports may read)"
                 )
+            _refuse_in_event_loop()
+            client = self._ensure_client()
+            left = deadline - time.monotonic()
             try:
-                with self._client.stream("GET", url) as response:
+                if left <= 0:
+                    raise httpx.TimeoutException("deadline")
+                with client.stream("GET", url, timeout=left) as response:
                     if response.is_redirect and "location" in response.headers:
                         url = urljoin(url, response.headers["location"])
                         continue
-                    if response.status_code != 200:
-                        raise Unreadable(f"answered HTTP {response.status_code}")
-                    body = bytearray()
-                    for chunk in response.iter_bytes():
-                        body += chunk
-                        if len(body) > policy.max_bytes:
-                            raise Unreadable(f"is larger than {policy.max_bytes:,} bytes")
-                        if time.monotonic() > deadline:
-                            raise Unreadable(f"took longer than {policy.timeout:g} s")
+                    return _decode(_body(response, policy, deadline))
             except httpx.TimeoutException:
                 raise Unreadable(f"did not answer within {policy.timeout:g} s") from None
+            except httpx.ConnectError as exc:
+                raise Unreadable(f"could not connect: {exc or type(exc).__name__}") from None
             except httpx.HTTPError as exc:
                 raise Unreadable(f"could not be read: {exc or type(exc).__name__}") from None
-            return _decode(bytes(body))
         raise Unreadable(f"redirected more than {_MAX_REDIRECTS} times")
+
+
+def _body(response: Any, policy: FetchPolicy, deadline: float) -> bytes:
+    """The body of a 200 answer, within the policy's size and time."""
+    if response.status_code != 200:
+        raise Unreadable(f"answered HTTP {response.status_code} {response.reason_phrase}".strip())
+    too_large = f"is larger than {policy.max_bytes:,} bytes (ATRIUM_CATALOG_FETCH_MAX_BYTES)"
+    declared = response.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > policy.max_bytes:
+        raise Unreadable(too_large)
+    body = bytearray()
+    for chunk in response.iter_bytes():
+        body += chunk
+        if len(body) > policy.max_bytes:
+            raise Unreadable(too_large)
+        if time.monotonic() > deadline:
+            raise Unreadable(f"took longer than {policy.timeout:g} s")
+    return bytes(body)
+
+
+def _refuse_in_event_loop() -> None:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return
+    raise RuntimeError(
+        "catalog placeholders read URLs with blocking I/O: call this from a thread "
+        "(asyncio.to_thread), not from the event loop"
+    )
+
+
+def _outcome(read: Callable[[], Any]) -> Any:
+    """What ``read`` returns, or the Unreadable it raises (kept, so it is not tried twice)."""
+    try:
+        return read()
+    except Unreadable as exc:
+        return exc
+
+
+def _parse(kind: str, text: str) -> Any:
+    if kind == "text":
+        return text
+    if kind == "json":
+        try:
+            value = orjson.loads(text)
+        except orjson.JSONDecodeError as exc:
+            raise Unreadable(f"is not valid JSON: {exc}") from None
+        if b"\\u0000" in orjson.dumps(value):
+            raise Unreadable("holds a NUL character (U+0000), which cannot be stored")
+        return value
+    try:
+        documents = [d for d in load_yaml(text) if d is not None]
+    except InvalidYaml as exc:
+        raise Unreadable(f"is not valid YAML: {exc.problem}" + _at(exc)) from None
+    if len(documents) != 1:
+        raise Unreadable(f"expected exactly one YAML document, found {len(documents)}")
+    return documents[0]
+
+
+def _at(exc: InvalidYaml) -> str:
+    return f" (line {exc.line}, column {exc.column})" if exc.line is not None else ""
+
+
+def _placeholder(mapping: dict[Any, Any]) -> tuple[str, Any] | None:
+    """(kind, target) when ``mapping`` is a placeholder of ours."""
+    if len(mapping) != 1:
+        return None
+    [(key, target)] = mapping.items()
+    if isinstance(key, str) and key.startswith("$") and key[1:] in KINDS:
+        return key[1:], target
+    return None
+
+
+def _has_dollar_key(mapping: dict[Any, Any]) -> bool:
+    return any(isinstance(key, str) and key.startswith("$") for key in mapping)
+
+
+def _placeholders_in(value: Any) -> Iterable[tuple[str, Any]]:
+    """Every placeholder in ``value``, as the substitution walk finds them."""
+    if isinstance(value, list):
+        for item in value:
+            yield from _placeholders_in(item)
+    elif isinstance(value, dict):
+        placeholder = _placeholder(value)
+        if placeholder is not None:
+            yield placeholder
+        elif not _has_dollar_key(value):
+            for item in value.values():
+                yield from _placeholders_in(item)
+
+
+def files_named(document: Any, base: Path, root: Path) -> Iterable[Path]:
+    """The files (resolved) that ``document``'s placeholders name inside ``root``."""
+    inside = root.resolve()
+    for _, target in _placeholders_in(document):
+        if isinstance(target, str) and target and not urlsplit(target).scheme:
+            path = (base.parent / target).resolve()
+            if path.is_relative_to(inside):
+                yield path
+
+
+def _is_url(target: str) -> bool:
+    return urlsplit(target).scheme.lower() in ("http", "https")
 
 
 def raw_url(url: str) -> str:
@@ -232,30 +366,27 @@ def _inside(path: Path, root: Path) -> Path:
     return resolved
 
 
-def _read_file(path: Path) -> str:
+def _read_file(path: Path, max_bytes: int) -> str:
     try:
-        return _decode(path.read_bytes())
+        with path.open("rb") as file:
+            raw = file.read(max_bytes + 1)
     except FileNotFoundError:
         raise Unreadable("no such file") from None
     except IsADirectoryError:
         raise Unreadable("is a directory") from None
     except OSError as exc:
         raise Unreadable(f"cannot be read: {exc.strerror}") from None
+    if len(raw) > max_bytes:
+        raise Unreadable(f"is larger than {max_bytes:,} bytes (ATRIUM_CATALOG_FETCH_MAX_BYTES)")
+    return _decode(raw)
 
 
 def _decode(raw: bytes) -> str:
     try:
-        return raw.decode("utf-8")
+        text = raw.decode("utf-8")
     except UnicodeDecodeError:
         raise Unreadable("is not UTF-8 text") from None
-
-
-def _json_ready(value: Any) -> Any:
-    """YAML's dates and other non-JSON scalars as text, as entities are JSON."""
-    if isinstance(value, dict):
-        return {str(k): _json_ready(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_json_ready(v) for v in value]
-    if value is None or isinstance(value, str | int | float | bool):
-        return value
-    return str(value)
+    why = unstorable(text)
+    if why is not None:
+        raise Unreadable(f"{why}, which cannot be stored")
+    return text

@@ -8,7 +8,7 @@ from typing import Any
 
 import orjson
 
-from sources.catalog.documents import DocumentError, ParsedBatch
+from sources.catalog.documents import DocumentError, ParsedBatch, UnavailableField
 from sources.catalog.model import Entity
 from sources.catalog.vocabulary import record_terms
 from sources.db import Database, Executor
@@ -24,6 +24,8 @@ class ApplyResult:
     unchanged: list[str] = field(default_factory=list)
     deleted: list[str] = field(default_factory=list)
     errors: list[DocumentError] = field(default_factory=list)
+    # Fields of the entities written that were stored empty: their placeholder was unreadable.
+    unavailable: list[UnavailableField] = field(default_factory=list)
     # Entities at the other end of relations the changed ones gained or lost: their reverse
     # relations (dependents, members, owned entities) changed with them.
     related: set[str] = field(default_factory=set)
@@ -138,7 +140,12 @@ async def apply_batch(
                         f"{ref} is managed by {row['managed_by']} and cannot be changed here",
                     )
                 )
-            elif row is not None and row["hash"] == entity.hash and row["origin"] == origin:
+            elif (
+                row is not None
+                and row["hash"] == entity.hash
+                and row["origin"] == origin
+                and not entity.unavailable
+            ):
                 result.unchanged.append(ref)
             else:
                 (result.updated if row is not None else result.created).append(ref)
@@ -153,6 +160,8 @@ async def apply_batch(
             await guard(tx, doomed)
         if to_write:
             result.related |= await _write(tx, to_write, managed_by)
+            written = {(origin, entity.ref) for origin, entity in to_write}
+            result.unavailable = [u for u in batch.unavailable if (u.location, u.ref) in written]
         if doomed:
             deleted = [ref for ref, _ in doomed]
             await tx.execute(_DELETE, deleted)

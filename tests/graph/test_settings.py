@@ -33,3 +33,22 @@ def test_nonsense_is_refused_with_the_setting_named(monkeypatch: pytest.MonkeyPa
     monkeypatch.setenv("ATRIUM_MODE", "staging")
     with pytest.raises(ValidationError, match="mode"):
         Settings()
+
+
+def test_catalog_imports_read_urls_from_the_hosts_named_only(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    nothing = Settings().catalog_fetch
+    assert nothing.hosts == frozenset() and not nothing.allows("github.com")
+    assert (nothing.timeout, nothing.max_bytes) == (10.0, 2 * 2**20)
+    monkeypatch.setenv("ATRIUM_CATALOG_FETCH_HOSTS", " github.com, *.git.example.com ,")
+    monkeypatch.setenv("ATRIUM_CATALOG_FETCH_TIMEOUT", "2.5")
+    monkeypatch.setenv("ATRIUM_CATALOG_FETCH_MAX_BYTES", "65536")
+    policy = Settings().catalog_fetch
+    assert policy.hosts == frozenset({"github.com", "*.git.example.com"})
+    assert policy.allows("github.com") and policy.allows("a.git.example.com")
+    assert not policy.allows("gitlab.com")
+    assert (policy.timeout, policy.max_bytes) == (2.5, 65536)
+    monkeypatch.setenv("ATRIUM_CATALOG_FETCH_TIMEOUT", "0")
+    with pytest.raises(ValidationError, match="catalog_fetch_timeout"):
+        Settings()

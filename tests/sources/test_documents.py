@@ -69,3 +69,27 @@ def test_directories_are_searched_for_yaml(tmp_path: Path) -> None:
     assert len(batch.entities) == 2
     [error] = batch.errors
     assert error.location.endswith("bad.yml") and "cannot read" in error.message
+
+
+def test_yaml_declaring_no_entity_is_skipped_in_a_directory_and_checked_when_named(
+    tmp_path: Path,
+) -> None:
+    (tmp_path / "catalog-info.yaml").write_text(GOOD)
+    (tmp_path / "openapi.yaml").write_text("openapi: 3.0.3\ninfo: {title: x, version: '1'}\n")
+    (tmp_path / "deploy.yaml").write_text("apiVersion: apps/v1\nkind: Deployment\n")
+    (tmp_path / "typo.yaml").write_text("kind: component\nmetadata: {name: x}\n")
+    (tmp_path / "empty.yaml").write_text("# nothing yet\n")
+    batch = read_paths([tmp_path])
+    assert sorted(Path(s).name for s in batch.skipped) == ["deploy.yaml", "openapi.yaml"]
+    # Meant as an entity (a catalog kind, a Backstage apiVersion): checked and reported.
+    [error] = batch.errors
+    assert error.location.endswith("typo.yaml") and error.field == "apiVersion"
+    # Read whole, declaring nothing: what they once declared goes.
+    assert {Path(o).name for o in batch.complete_origins} == {
+        "catalog-info.yaml",
+        "openapi.yaml",
+        "deploy.yaml",
+        "empty.yaml",
+    }
+    named = read_paths([tmp_path / "openapi.yaml"])
+    assert named.skipped == [] and [e.field for e in named.errors] == ["apiVersion"]

@@ -117,3 +117,75 @@ def test_nul_characters_are_refused() -> None:
     doc["metadata"]["description"] = "a\x00b"
     with pytest.raises(EntityValidationError, match="NUL"):
         validate_entity(doc)
+
+
+def api(**spec: Any) -> dict[str, Any]:
+    return {
+        "apiVersion": "backstage.io/v1alpha1",
+        "kind": "API",
+        "metadata": {"name": "tools"},
+        "spec": {"lifecycle": "experimental", "owner": "team-a", **spec},
+    }
+
+
+REMOTE = {"type": "streamable-http", "url": "http://localhost:7007/api/mcp/v1"}
+
+
+@pytest.mark.parametrize(
+    "spec",
+    [
+        {"type": "openapi", "definition": "openapi: 3.0.0"},
+        {"type": "soap", "definition": "<wsdl/>"},  # any type Backstage has no layer for
+        {"type": "mcp-server", "remotes": [REMOTE]},
+        {"type": "mcp-server", "remotes": [REMOTE], "definition": "tools: []"},
+        {"type": "ai-model-server", "remotes": [{"type": "https", "url": "https://m.example/v1"}]},
+    ],
+)
+def test_apis_as_backstage_describes_each_type(spec: dict[str, Any]) -> None:
+    entity = validate_entity(api(**spec))
+    assert entity.spec_type == spec["type"] and entity.owner_ref == "group:default/team-a"
+
+
+@pytest.mark.parametrize(
+    ("spec", "field", "message"),
+    [
+        ({"type": "openapi"}, "spec.definition", "is required"),
+        ({"type": "openapi", "remotes": [REMOTE]}, "spec.definition", "is required"),
+        ({"type": "soap", "definition": ""}, "spec.definition", "is required"),
+        ({"type": "graphql", "definition": {"a": 1}}, "spec.definition", "expected a string"),
+        ({"type": "mcp-server"}, "spec.remotes", "is required for an API of this type"),
+        ({"type": "ai-model-server"}, "spec.remotes", "is required for an API of this type"),
+        ({"type": "mcp-server", "remotes": []}, "spec.remotes", "at least one {type, url}"),
+        ({"type": "mcp-server", "remotes": REMOTE}, "spec.remotes", "expected a list"),
+        ({"type": "mcp-server", "remotes": ["http://x"]}, "spec.remotes[0]", "expected a mapping"),
+        (
+            {"type": "mcp-server", "remotes": [{"url": "http://x"}]},
+            "spec.remotes[0].type",
+            "required",
+        ),
+        (
+            {"type": "mcp-server", "remotes": [REMOTE, {"type": "sse"}]},
+            "spec.remotes[1].url",
+            "required",
+        ),
+        (
+            {"type": "mcp-server", "remotes": [{"type": "sse", "url": 7}]},
+            "spec.remotes[0].url",
+            "expected a string",
+        ),
+    ],
+)
+def test_what_each_api_type_requires(spec: dict[str, Any], field: str, message: str) -> None:
+    with pytest.raises(EntityValidationError) as caught:
+        validate_entity(api(**spec))
+    assert caught.value.field == field
+    assert message in caught.value.message
+
+
+def test_a_field_whose_placeholder_failed_is_not_held_against_the_document() -> None:
+    unavailable = {"spec.definition": "$text './x.yaml': no such file"}
+    entity = validate_entity(api(type="openapi", definition=None), unavailable)
+    assert entity.unavailable == unavailable
+    assert entity.hash != validate_entity(api(type="openapi", definition="x")).hash
+    with pytest.raises(EntityValidationError, match="is required"):
+        validate_entity(api(type="openapi", definition=None))

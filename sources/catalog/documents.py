@@ -19,7 +19,7 @@ from typing import Any
 import yaml
 
 from sources.catalog.model import Entity, validate_entity
-from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted, files_named
+from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
 from sources.catalog.refs import KINDS
 from sources.errors import EntityValidationError
 from sources.yaml_json import JsonYamlLoader
@@ -160,14 +160,14 @@ def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:
         for f in files
         if f.path is not None and f.root is not None
         for _, doc in f.documents
-        for path in files_named(doc, f.path, f.root)
+        for path in placeholders.files_named(doc, f.path, f.root)
     }
     others = [
         f
         for f in files
         if f.searched
         and not any(_meant(doc) for _, doc in f.documents)
-        and (f.documents or (f.path is not None and f.path.resolve() in named))
+        and (f.documents or Path(f.location) in named)
     ]
     # Read whole, declaring nothing: whatever such a file once declared is gone.
     batch.skipped = [f.location for f in others]

@@ -34,7 +34,7 @@ import orjson
 from sources.text import unstorable
 from sources.yaml_json import InvalidYaml, load_yaml
 
-__all__ = ["FetchPolicy", "Placeholders", "Substituted", "files_named", "raw_url"]
+__all__ = ["FetchPolicy", "Placeholders", "Substituted", "raw_url"]
 
 KINDS: Final = ("text", "json", "yaml")
 _MAX_REDIRECTS: Final = 3
@@ -87,6 +87,10 @@ class Placeholders:
         self._texts: dict[str, str | Unreadable] = {}
         self._values: dict[tuple[str, str], Any] = {}
         self._client: Any = None  # an httpx.Client, made when a URL is first read
+        # Paths resolved (symlinks followed), by (directory, target) and by root: resolving
+        # costs system calls, and a big tree names the same few files from many documents.
+        self._paths: dict[tuple[Path, str], Path] = {}
+        self._roots: dict[Path, Path] = {}
 
     def close(self) -> None:
         if self._client is not None:
@@ -139,7 +143,7 @@ class Placeholders:
         if placeholder is not None:
             kind, target = placeholder
             where = path or "(document)"
-            named = f"${kind} {target!r}"
+            named = f"${kind} {_short(target)}"
             try:
                 substituted = self._value(kind, target, base, root)
             except Unreadable as exc:
@@ -162,7 +166,7 @@ class Placeholders:
             self._values[kind, key] = _outcome(lambda: _parse(kind, self._text(key)))
         value = self._values[kind, key]
         if isinstance(value, Unreadable):
-            raise value
+            raise Unreadable(str(value))  # a fresh one: raising one again grows its traceback
         return value
 
     def _key(self, target: str, base: Path | None, root: Path | None) -> str:
@@ -177,7 +181,28 @@ class Placeholders:
                 "a relative path needs a catalog file to be relative to; text sent through "
                 "the API has none, so it can only name absolute http(s) URLs"
             )
-        return f"file {_inside(base.parent / target, root)}"
+        return f"file {self._inside(base.parent, target, root)}"
+
+    def files_named(self, document: Any, base: Path, root: Path) -> Iterable[Path]:
+        """The files (resolved) that ``document``'s placeholders name inside ``root``."""
+        for _, target in _placeholders_in(document):
+            if isinstance(target, str) and target and not urlsplit(target).scheme:
+                try:
+                    path = self._inside(base.parent, target, root)
+                except Unreadable:
+                    continue
+                yield path
+
+    def _inside(self, directory: Path, target: str, root: Path) -> Path:
+        """``directory / target`` with symlinks resolved, if it lies inside ``root``."""
+        if root not in self._roots:
+            self._roots[root] = root.resolve()
+        if (directory, target) not in self._paths:
+            self._paths[directory, target] = (directory / target).resolve()
+        path = self._paths[directory, target]
+        if not path.is_relative_to(self._roots[root]):
+            raise Unreadable("lies outside the tree being imported")
+        return path
 
     def _text(self, key: str) -> str:
         if key not in self._texts:
@@ -190,7 +215,7 @@ class Placeholders:
             self._texts[key] = _outcome(read)
         text = self._texts[key]
         if isinstance(text, Unreadable):
-            raise text
+            raise Unreadable(str(text))
         return text
 
     def _ensure_client(self) -> Any:
@@ -324,14 +349,9 @@ def _placeholders_in(value: Any) -> Iterable[tuple[str, Any]]:
                 yield from _placeholders_in(item)
 
 
-def files_named(document: Any, base: Path, root: Path) -> Iterable[Path]:
-    """The files (resolved) that ``document``'s placeholders name inside ``root``."""
-    inside = root.resolve()
-    for _, target in _placeholders_in(document):
-        if isinstance(target, str) and target and not urlsplit(target).scheme:
-            path = (base.parent / target).resolve()
-            if path.is_relative_to(inside):
-                yield path
+def _short(target: Any) -> str:
+    text = repr(target)
+    return text if len(text) <= 200 else f"{text[:197]}..."
 
 
 def _is_url(target: str) -> bool:
@@ -356,14 +376,6 @@ def raw_url(url: str) -> str:
 def _raw_of_allowed(url: str, policy: FetchPolicy) -> bool:
     # raw.githubusercontent.com serves what an allowed github.com names.
     return urlsplit(url).hostname == "raw.githubusercontent.com" and policy.allows("github.com")
-
-
-def _inside(path: Path, root: Path) -> Path:
-    """``path`` with symlinks resolved, if it lies inside ``root``."""
-    resolved = path.resolve()
-    if not resolved.is_relative_to(root.resolve()):
-        raise Unreadable("lies outside the tree being imported")
-    return resolved
 
 
 def _read_file(path: Path, max_bytes: int) -> str:

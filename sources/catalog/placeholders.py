@@ -12,56 +12,28 @@ left empty, and the reason is recorded against the field (``spec.definition``: w
 import reads placeholders afresh, so the next one fills in what has become readable.
 
 What may be read: files inside the tree being imported (a path may not climb out of it, nor
-a symlink lead out), and URLs on the hosts a ``FetchPolicy`` allows, within a timeout and a
-size limit, redirects included. Each file or URL is read (and parsed) once per import, and the
-URLs of a batch are fetched several at a time. Reading is blocking I/O: async code runs it in
-a thread, and fetching a URL from a thread that runs an event loop is refused outright.
+a symlink lead out), within a size limit, and URLs as ``sources.catalog.fetch`` reads them (the
+hosts a ``FetchPolicy`` allows, a timeout, a size limit, several at once). Each file or URL is
+read and parsed once per import. Reading is blocking I/O: async code runs it in a thread.
 """
 
 from __future__ import annotations
 
-import asyncio
-import time
 from collections.abc import Callable, Iterable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urljoin, urlsplit
+from urllib.parse import urlsplit
 
 import orjson
 
-from sources.text import unstorable
+from sources.catalog.fetch import Fetcher, FetchPolicy, Unreadable, decode
 from sources.yaml_json import InvalidYaml, load_yaml
 
-__all__ = ["FetchPolicy", "Placeholders", "Substituted", "raw_url"]
+# FetchPolicy is part of this module's interface (Placeholders takes one).
+__all__ = ["FetchPolicy", "Placeholders", "Substituted"]
 
 KINDS: Final = ("text", "json", "yaml")
-_MAX_REDIRECTS: Final = 3
-_FETCHERS: Final = 8  # URLs fetched at once
-
-
-@dataclass(frozen=True, slots=True)
-class FetchPolicy:
-    """Which URLs an import may read, and how long and how much (files: how much too)."""
-
-    hosts: frozenset[str] = frozenset()  # host names; "*.example.com" for its subdomains
-    timeout: float = 10.0
-    max_bytes: int = 2 * 2**20
-
-    def allows(self, host: str) -> bool:
-        host = host.lower().rstrip(".")
-        for allowed in self.hosts:
-            allowed = allowed.lower()
-            if allowed == "*" or host == allowed:
-                return True
-            if allowed.startswith("*.") and host.endswith(allowed[1:]):
-                return True
-        return False
-
-
-class Unreadable(Exception):
-    """Why a placeholder's target could not be read or parsed."""
 
 
 @dataclass(slots=True)
@@ -86,16 +58,14 @@ class Placeholders:
         # Raw texts by file or URL, and parsed values by (kind, file or URL): or why not.
         self._texts: dict[str, str | Unreadable] = {}
         self._values: dict[tuple[str, str], Any] = {}
-        self._client: Any = None  # an httpx.Client, made when a URL is first read
+        self._fetcher = Fetcher(self.policy)
         # Paths resolved (symlinks followed), by (directory, target) and by root: resolving
         # costs system calls, and a big tree names the same few files from many documents.
         self._paths: dict[tuple[Path, str], Path] = {}
         self._roots: dict[Path, Path] = {}
 
     def close(self) -> None:
-        if self._client is not None:
-            self._client.close()
-            self._client = None
+        self._fetcher.close()
 
     def __enter__(self) -> Placeholders:
         return self
@@ -115,12 +85,8 @@ class Placeholders:
         fetchable = [url for url in urls if self.policy.allows(urlsplit(url).hostname or "")]
         if len(fetchable) < 2:
             return  # nothing to overlap: substitution reads it
-        _refuse_in_event_loop()
-        self._ensure_client()
-        with ThreadPoolExecutor(min(_FETCHERS, len(fetchable))) as pool:
-            texts = pool.map(lambda url: _outcome(lambda: self._fetch(url)), fetchable)
-            for url, text in zip(fetchable, texts, strict=True):
-                self._texts[f"url {url}"] = text
+        for url, text in self._fetcher.fetch_all(fetchable).items():
+            self._texts[f"url {url}"] = text
 
     def substitute(self, document: Any, base: Path | None, root: Path | None) -> Substituted:
         """``document`` with its placeholders replaced. ``base`` is the catalog file that holds
@@ -209,7 +175,7 @@ class Placeholders:
             what, _, where = key.partition(" ")
             read: Callable[[], str]
             if what == "url":
-                read = lambda: self._fetch(where)  # noqa: E731
+                read = lambda: self._fetcher.fetch(where)  # noqa: E731
             else:
                 read = lambda: _read_file(Path(where), self.policy.max_bytes)  # noqa: E731
             self._texts[key] = _outcome(read)
@@ -217,76 +183,6 @@ class Placeholders:
         if isinstance(text, Unreadable):
             raise Unreadable(str(text))
         return text
-
-    def _ensure_client(self) -> Any:
-        import httpx  # only imports that read URLs pay for it
-
-        if self._client is None:
-            # Redirects are followed by hand: each hop's host must be allowed too.
-            self._client = httpx.Client(timeout=self.policy.timeout, follow_redirects=False)
-        return self._client
-
-    def _fetch(self, url: str) -> str:
-        import httpx
-
-        policy = self.policy
-        deadline = time.monotonic() + policy.timeout
-        if policy.allows(urlsplit(url).hostname or ""):
-            url = raw_url(url)  # the file, not the page showing it; allowed as its page is
-        for _ in range(_MAX_REDIRECTS + 1):
-            host = urlsplit(url).hostname or ""
-            if not policy.allows(host) and not _raw_of_allowed(url, policy):
-                raise Unreadable(
-                    f"reading from {host or 'that URL'} is not allowed "
-                    "(ATRIUM_CATALOG_FETCH_HOSTS names the hosts imports may read)"
-                )
-            _refuse_in_event_loop()
-            client = self._ensure_client()
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise httpx.TimeoutException("deadline")
-                with client.stream("GET", url, timeout=left) as response:
-                    if response.is_redirect and "location" in response.headers:
-                        url = urljoin(url, response.headers["location"])
-                        continue
-                    return _decode(_body(response, policy, deadline))
-            except httpx.TimeoutException:
-                raise Unreadable(f"did not answer within {policy.timeout:g} s") from None
-            except httpx.ConnectError as exc:
-                raise Unreadable(f"could not connect: {exc or type(exc).__name__}") from None
-            except httpx.HTTPError as exc:
-                raise Unreadable(f"could not be read: {exc or type(exc).__name__}") from None
-        raise Unreadable(f"redirected more than {_MAX_REDIRECTS} times")
-
-
-def _body(response: Any, policy: FetchPolicy, deadline: float) -> bytes:
-    """The body of a 200 answer, within the policy's size and time."""
-    if response.status_code != 200:
-        raise Unreadable(f"answered HTTP {response.status_code} {response.reason_phrase}".strip())
-    too_large = f"is larger than {policy.max_bytes:,} bytes (ATRIUM_CATALOG_FETCH_MAX_BYTES)"
-    declared = response.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > policy.max_bytes:
-        raise Unreadable(too_large)
-    body = bytearray()
-    for chunk in response.iter_bytes():
-        body += chunk
-        if len(body) > policy.max_bytes:
-            raise Unreadable(too_large)
-        if time.monotonic() > deadline:
-            raise Unreadable(f"took longer than {policy.timeout:g} s")
-    return bytes(body)
-
-
-def _refuse_in_event_loop() -> None:
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return
-    raise RuntimeError(
-        "catalog placeholders read URLs with blocking I/O: call this from a thread "
-        "(asyncio.to_thread), not from the event loop"
-    )
 
 
 def _outcome(read: Callable[[], Any]) -> Any:
@@ -358,26 +254,6 @@ def _is_url(target: str) -> bool:
     return urlsplit(target).scheme.lower() in ("http", "https")
 
 
-def raw_url(url: str) -> str:
-    """The URL of a file's bytes for a URL of the page that shows it, as Backstage's GitHub
-    and GitLab integrations read them: ``github.com/o/r/blob/ref/path`` is
-    ``raw.githubusercontent.com/o/r/ref/path``, GitLab's ``/-/blob/`` is ``/-/raw/``."""
-    parts = urlsplit(url)
-    if parts.hostname == "github.com":
-        segments = parts.path.split("/")
-        if len(segments) > 4 and segments[3] == "blob":
-            path = "/".join([*segments[:3], *segments[4:]])
-            return f"https://raw.githubusercontent.com{path}"
-    if "/-/blob/" in parts.path:
-        return parts._replace(path=parts.path.replace("/-/blob/", "/-/raw/", 1)).geturl()
-    return url
-
-
-def _raw_of_allowed(url: str, policy: FetchPolicy) -> bool:
-    # raw.githubusercontent.com serves what an allowed github.com names.
-    return urlsplit(url).hostname == "raw.githubusercontent.com" and policy.allows("github.com")
-
-
 def _read_file(path: Path, max_bytes: int) -> str:
     try:
         with path.open("rb") as file:
@@ -390,15 +266,4 @@ def _read_file(path: Path, max_bytes: int) -> str:
         raise Unreadable(f"cannot be read: {exc.strerror}") from None
     if len(raw) > max_bytes:
         raise Unreadable(f"is larger than {max_bytes:,} bytes (ATRIUM_CATALOG_FETCH_MAX_BYTES)")
-    return _decode(raw)
-
-
-def _decode(raw: bytes) -> str:
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError:
-        raise Unreadable("is not UTF-8 text") from None
-    why = unstorable(text)
-    if why is not None:
-        raise Unreadable(f"{why}, which cannot be stored")
-    return text
+    return decode(raw)

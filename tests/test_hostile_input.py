@@ -4,21 +4,25 @@ The app is assembled as deployed (catalog, ownership, PinCompute watching two em
 clusters) with the demo organisation, and asked over HTTP as three callers: nobody, a member
 of the team owning checkout (through the trusted proxy's header), and an admin token.
 
-- Property-based: hypothesis-graphql generates queries and mutations for every root field
-  with arguments drawn from the schema (all of Unicode included), with a fixed seed so CI sees
-  the same operations every time.
-- A sweep: every argument of every root field given each hostile value in turn (NUL, SQL and
-  LIKE metacharacters, path climbing, 100,000 characters, boundary integers...).
+- Property-based: hypothesis-graphql generates queries and mutations for every root field,
+  arguments drawn from the schema, its scalars mixed with hostile values and the demo's own
+  names (``tests/hostile_values.py``), sometimes as literals and sometimes as variables,
+  derandomized so CI sees the same operations every time. Hypothesis runs in a thread and
+  hands each operation to the app's event loop, so a failure is shrunk to a small example.
+- A sweep: every argument of every root field given each hostile value in turn.
 
 Every answer must be below 500, every error must carry ``extensions.code`` and none may be
-``INTERNAL_SERVER_ERROR``; afterwards the server still answers ``/readyz`` and the catalog
-has changed only where an allowed mutation said it would.
+``INTERNAL_SERVER_ERROR``; every mutation that ran or was refused as unstorable is in the audit
+log; afterwards the server still answers ``/readyz`` and the catalog changed only where the
+caller could change it and an allowed mutation said it would.
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass, field
+import asyncio
+import json
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +30,9 @@ import orjson
 import pytest
 import yaml
 from graphql import (
+    ArgumentNode,
+    DocumentNode,
+    FieldNode,
     GraphQLArgument,
     GraphQLEnumType,
     GraphQLField,
@@ -36,54 +43,41 @@ from graphql import (
     GraphQLObjectType,
     GraphQLScalarType,
     GraphQLSchema,
+    NameNode,
+    OperationDefinitionNode,
+    OperationType,
+    StringValueNode,
+    VariableDefinitionNode,
+    VariableNode,
     get_named_type,
     get_nullable_type,
     is_leaf_type,
-    print_schema,
+    parse_type,
+    print_ast,
+    value_from_ast_untyped,
 )
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
-from hypothesis_graphql import mutations, nodes, queries
+from hypothesis_graphql import mutations, queries
 
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
-from sources.catalog.documents import read_paths
+from sources.catalog.documents import parse_documents, read_paths
 from sources.catalog.store import apply_batch
 from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.hostile_values import (
+    BY_ARGUMENT,
+    HOSTILE_INTS,
+    HOSTILE_STRINGS,
+    MEMBER,
+    TARGETS,
+    scalar_strategies,
+)
 from tests.kube import kubeconfig, start_clusters
 from tests.plugins.test_pincompute import eventually, pinapp
 
-MEMBER = "amelia.chen"  # of checkout-team, which owns component:default/checkout
-EXAMPLES_PER_FIELD = 12  # some 300 operations per caller
-
-HOSTILE_STRINGS = [
-    "\x00",
-    "component:default/check\x00out",
-    "",
-    " ",
-    "%",
-    "_",
-    "\\",
-    "%_\\%",
-    "'; drop table entities; --",
-    '" or 1=1 --',
-    "../../../../etc/passwd",
-    "component:../../x",
-    "${jndi:ldap://127.0.0.1/a}",
-    "{{7*7}}",
-    "<script>alert(1)</script>",
-    "\r\nX-Injected: 1",
-    "\u202eevil",
-    "\ufeff",
-    "\U0001f600" * 50,
-    "\U0001d518\U0001d52b\U0001d526",  # letters outside the Basic Multilingual Plane
-    "a" * 100_000,
-    "component:default/" + "a" * 300,
-    "atr_x_y",
-    "Y3Vyc29y",  # base64 of "cursor"
-    "RW50aXR5OmNvbXBvbmVudDpkZWZhdWx0L2NoZWNrb3V0",  # a well-formed global id
-]
-HOSTILE_INTS = [-(2**31), -1, 0, 1, 2**31 - 1]
+EXAMPLES_PER_FIELD = 20  # some 400 operations per caller
+GUARD_REFUSAL = "it cannot be stored, so it is refused"  # graph/input_guard.py's wording
 
 
 @dataclass
@@ -97,6 +91,7 @@ class Env:
     client: Client
     schema: GraphQLSchema
     callers: dict[str, Caller] = field(default_factory=dict)
+    sent: int = 0
 
 
 @pytest.fixture
@@ -126,18 +121,173 @@ async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
         yield found
 
 
-async def send(env: Env, caller: Caller, query: str, variables: Any = None) -> None:
-    """One operation; the answer must be a typed success or a typed client error."""
+async def send(env: Env, caller: Caller, query: str, variables: Any = None) -> dict[str, Any]:
+    """One operation; the answer must be a typed success or a typed client error. The body is
+    JSON as a browser's JSON.stringify writes it: a lone surrogate travels as ``\\ud800``."""
+    env.sent += 1
     response = await env.client.post(
-        "/graphql", json={"query": query, "variables": variables}, headers=caller.headers
+        "/graphql",
+        content=json.dumps({"query": query, "variables": variables}),
+        headers={**caller.headers, "content-type": "application/json"},
     )
-    context = f"{caller.name}: {query[:400]!r} {str(variables)[:200]!r}"
+    context = f"{caller.name}: {query[:400]!r} {str(variables)[:300]!r}"
     assert response.status_code < 500, f"{response.status_code} for {context}: {response.text}"
-    body = orjson.loads(response.content)
+    body: dict[str, Any] = orjson.loads(response.content)
     for error in body.get("errors", ()):
         code = (error.get("extensions") or {}).get("code")
         assert code, f"an error without a code for {context}: {error}"
         assert code != "INTERNAL_SERVER_ERROR", f"{context}: {error}"
+    return body
+
+
+async def audit_rows(env: Env) -> int:
+    return int(await env.client.services.db.fetchval("select count(*) from audit_log"))
+
+
+async def exchange(env: Env, caller: Caller, document: DocumentNode, variables: Any) -> None:
+    """Send a generated operation; a mutation that ran, or that the guard refused, must have
+    left its attempt in the audit log."""
+    [operation] = document.definitions
+    assert isinstance(operation, OperationDefinitionNode)
+    is_mutation = operation.operation is OperationType.MUTATION
+    before = await audit_rows(env) if is_mutation else 0
+    body = await send(env, caller, print_ast(document), variables)
+    if not is_mutation:
+        return
+    added = await audit_rows(env) - before
+    fields = [s for s in operation.selection_set.selections if isinstance(s, FieldNode)]
+    if any(GUARD_REFUSAL in error["message"] for error in body.get("errors", ())):
+        assert added == len(fields), f"a refused mutation left {added} audit rows: {body}"
+    elif "data" in body:
+        assert added >= 1, f"a mutation that ran left no audit row: {body}"
+
+
+def with_variables(schema: GraphQLSchema, document: DocumentNode) -> tuple[DocumentNode, Any]:
+    """The root fields' literal arguments moved into variables, as clients usually send them."""
+    [operation] = document.definitions
+    assert isinstance(operation, OperationDefinitionNode)
+    root = schema.get_root_type(operation.operation)
+    assert root is not None
+    definitions, variables, selections = [], {}, []
+    for index, selection in enumerate(operation.selection_set.selections):
+        if not isinstance(selection, FieldNode) or not selection.arguments:
+            selections.append(selection)
+            continue
+        arguments = []
+        for argument in selection.arguments:
+            name = f"{argument.name.value}{index}"
+            kind = root.fields[selection.name.value].args[argument.name.value].type
+            variables[name] = value_from_ast_untyped(argument.value)
+            variable = VariableNode(name=NameNode(value=name))
+            definitions.append(VariableDefinitionNode(variable=variable, type=parse_type(str(kind))))
+            arguments.append(ArgumentNode(name=argument.name, value=variable))
+        selections.append(replace(selection, arguments=tuple(arguments)))
+    operation = replace(
+        operation,
+        variable_definitions=tuple(definitions),
+        selection_set=replace(operation.selection_set, selections=tuple(selections)),
+    )
+    return DocumentNode(definitions=(operation,)), variables
+
+
+def aimed(document: DocumentNode, values: dict[str, str]) -> DocumentNode:
+    """The root fields' arguments named in ``values`` given those values instead."""
+    if not values:
+        return document
+    [operation] = document.definitions
+    assert isinstance(operation, OperationDefinitionNode)
+    selections = [
+        replace(
+            s,
+            arguments=tuple(
+                replace(a, value=StringValueNode(value=values[a.name.value]))
+                if a.name.value in values
+                else a
+                for a in s.arguments
+            ),
+        )
+        if isinstance(s, FieldNode)
+        else s
+        for s in operation.selection_set.selections
+    ]
+    selection_set = replace(operation.selection_set, selections=tuple(selections))
+    return DocumentNode(definitions=(replace(operation, selection_set=selection_set),))
+
+
+def operations(schema: GraphQLSchema, root: GraphQLObjectType, name: str) -> Any:
+    """(document, variables) for one root field: arguments as generated, some aimed at one
+    real workload or entity (TARGETS, so that mutations sometimes find what they change) and
+    some given what their parser or decoder stands behind (BY_ARGUMENT), sent as literals or
+    as variables."""
+    make = mutations if root is schema.mutation_type else queries
+    documents = make(
+        schema, fields=[name], custom_scalars=scalar_strategies(), print_ast=lambda d: d
+    )
+    arguments = root.fields[name].args
+    targets = st.just({}) | st.sampled_from(TARGETS)
+    special = st.fixed_dictionaries(
+        {},
+        optional={
+            argument: st.sampled_from(values)
+            for argument, values in BY_ARGUMENT.items()
+            if argument in arguments
+        },
+    )
+
+    def sent_as(
+        drawn: tuple[DocumentNode, dict[str, str], dict[str, str], bool],
+    ) -> tuple[DocumentNode, Any]:
+        document, target, hostile, as_variables = drawn
+        document = aimed(document, {**target, **hostile})
+        return with_variables(schema, document) if as_variables else (document, None)
+
+    return st.tuples(documents, targets, special, st.booleans()).map(sent_as)
+
+
+def generate(schema: GraphQLSchema, each: Callable[[DocumentNode, Any], None]) -> None:
+    """EXAMPLES_PER_FIELD operations for every root query and mutation field, the same ones
+    on every run; runs in a thread, ``each`` sending them to the app's loop."""
+    for root in (schema.query_type, schema.mutation_type):
+        assert root is not None
+        for name in sorted(root.fields):
+
+            @settings(
+                max_examples=EXAMPLES_PER_FIELD,
+                derandomize=True,
+                database=None,
+                deadline=None,
+                phases=[Phase.generate, Phase.shrink],
+                suppress_health_check=[
+                    HealthCheck.too_slow,
+                    HealthCheck.data_too_large,
+                    HealthCheck.large_base_example,
+                    HealthCheck.filter_too_much,
+                ],
+            )
+            @given(operation=operations(schema, root, name))
+            def check(operation: tuple[DocumentNode, Any]) -> None:
+                each(*operation)
+
+            check()
+
+
+@pytest.mark.parametrize("who", ["anonymous", "member", "admin"])
+async def test_generated_operations(env: Env, who: str) -> None:
+    caller = env.callers[who]
+    before = await catalog(env)
+    changeable = await changeable_by(env, who)
+    loop = asyncio.get_running_loop()
+
+    def each(document: DocumentNode, variables: Any) -> None:
+        asyncio.run_coroutine_threadsafe(
+            exchange(env, caller, document, variables), loop
+        ).result()
+
+    await asyncio.to_thread(generate, env.schema, each)
+    assert env.schema.mutation_type is not None
+    root_fields = len(env.schema.query_type.fields) + len(env.schema.mutation_type.fields)
+    assert env.sent >= EXAMPLES_PER_FIELD * root_fields > 250
+    await assert_intact(env, before, changeable)
 
 
 async def catalog(env: Env) -> dict[str, str]:
@@ -145,106 +295,73 @@ async def catalog(env: Env) -> dict[str, str]:
     return {row["ref"]: row["hash"] for row in rows}
 
 
-async def changes_allowed(env: Env) -> set[str] | None:
-    """What allowed mutations may have changed: their targets (None: an allowed import,
-    which may change anything it names)."""
-    rows = await env.client.services.db.fetch(
-        "select action, target_ref from audit_log where outcome = 'allowed'"
-    )
-    if any(row["action"] == "catalog.applyEntities" for row in rows):
+async def changeable_by(env: Env, who: str) -> set[str] | None:
+    """What the caller may change: nothing for nobody; for the member, what they own through
+    their teams; for an admin, anything (None)."""
+    if who == "admin":
         return None
-    return {row["target_ref"] for row in rows if row["target_ref"]}
+    if who == "anonymous":
+        return set()
+    found: set[str] = set()
+    after = None
+    while True:
+        body = await env.client.gql(
+            "query($ref: String!, $after: String) { entitiesOwnedBy(ref: $ref, first: 100, "
+            "after: $after) { edges { node { ref } } pageInfo { hasNextPage endCursor } } }",
+            {"ref": f"user:default/{MEMBER}", "after": after},
+        )
+        page = body["data"]["entitiesOwnedBy"]
+        found |= {edge["node"]["ref"] for edge in page["edges"]}
+        if not page["pageInfo"]["hasNextPage"]:
+            return found
+        after = page["pageInfo"]["endCursor"]
 
 
-async def assert_intact(env: Env, before: dict[str, str]) -> None:
+async def allowed_changes(env: Env) -> set[str]:
+    """What allowed mutations named: their targets, and the entities of imported YAML."""
+    rows = await env.client.services.db.fetch(
+        "select action, target_ref, arguments from audit_log where outcome = 'allowed'"
+    )
+    named: set[str] = set()
+    for row in rows:
+        if row["action"] == "catalog.applyEntities":
+            arguments = row["arguments"]
+            batch = parse_documents(arguments["yaml"], arguments.get("location", "api"))
+            named |= {entity.ref for _, entity in batch.entities}
+        elif row["target_ref"]:
+            named.add(row["target_ref"])
+    return named
+
+
+async def assert_intact(env: Env, before: dict[str, str], changeable: set[str] | None) -> None:
     ready = await env.client.get("/readyz")
     assert ready.status_code == 200, ready.text
     after = await catalog(env)
     changed = {ref for ref in before.keys() | after.keys() if before.get(ref) != after.get(ref)}
-    allowed = await changes_allowed(env)
-    if allowed is not None:
-        assert changed <= allowed, f"changed without an allowed mutation: {changed - allowed}"
-    else:
-        assert len(after) >= len(before) - len(changed)
+    if changeable is not None:
+        assert changed <= changeable, f"changed what the caller may not: {changed - changeable}"
+    allowed = await allowed_changes(env)
+    assert changed <= allowed, f"changed without an allowed mutation: {changed - allowed}"
 
 
 @pytest.mark.parametrize("who", ["anonymous", "member", "admin"])
-async def test_generated_operations(env: Env, who: str) -> None:
-    caller = env.callers[who]
-    before = await catalog(env)
-    operations = generated(env.schema)
-    assert env.schema.mutation_type is not None
-    root_fields = len(env.schema.query_type.fields) + len(env.schema.mutation_type.fields)
-    assert len(operations) == EXAMPLES_PER_FIELD * root_fields > 200
-    for operation in operations:
-        await send(env, caller, operation)
-    await assert_intact(env, before)
-
-
-_GENERATED: dict[str, list[str]] = {}
-
-
-def generated(schema: GraphQLSchema) -> list[str]:
-    """EXAMPLES_PER_FIELD operations for every root query and mutation field, drawn by
-    hypothesis-graphql, the same ones on every run (derandomized), generated once per schema.
-    They are collected first and sent after: the app lives on the event loop the test runs on,
-    which hypothesis's synchronous runner would block."""
-    sdl = print_schema(schema)
-    if sdl not in _GENERATED:
-        found: list[str] = []
-        for strategy, root in ((queries, schema.query_type), (mutations, schema.mutation_type)):
-            assert root is not None
-            for name in sorted(root.fields):
-
-                @settings(
-                    max_examples=EXAMPLES_PER_FIELD,
-                    derandomize=True,
-                    database=None,
-                    deadline=None,
-                    phases=[Phase.generate],
-                    suppress_health_check=list(HealthCheck),
-                )
-                @given(operation=strategy(sdl, fields=[name], custom_scalars=_custom_scalars()))
-                def collect(operation: str) -> None:
-                    found.append(operation)
-
-                collect()
-        _GENERATED[sdl] = found
-    return _GENERATED[sdl]
-
-
-def _custom_scalars() -> dict[str, st.SearchStrategy[Any]]:
-    return {
-        "DateTime": st.datetimes().map(lambda d: d.isoformat()).map(nodes.String),
-        "JSON": st.text(max_size=20).map(nodes.String),
-    }
-
-
-@pytest.mark.parametrize("who", ["anonymous", "admin"])
 async def test_every_argument_with_hostile_values(env: Env, who: str) -> None:
     caller = env.callers[who]
     before = await catalog(env)
-    sent = 0
+    failures: list[str] = []  # all of them, not only the first: a regression shows its extent
     for root in (env.schema.query_type, env.schema.mutation_type):
         assert root is not None
         for name, definition in root.fields.items():
             for argument_name, argument in definition.args.items():
                 for value in _hostile_values(argument.type):
                     query, variables = _operation(root, name, definition, argument_name, value)
-                    await send(env, caller, query, variables)
-                    sent += 1
-    assert sent > 300
-    await assert_intact(env, before)
-
-
-async def test_json_that_cannot_carry_a_lone_surrogate_is_a_400(env: Env) -> None:
-    response = await env.client.post(
-        "/graphql",
-        content=b'{"query": "{ entity(ref: \\"\\ud800\\") { ref } }"}',
-        headers={"content-type": "application/json"},
-    )
-    assert response.status_code == 400
-    assert response.json()["errors"][0]["extensions"]["code"] == "BAD_REQUEST"
+                    try:
+                        await send(env, caller, query, variables)
+                    except AssertionError as exc:
+                        failures.append(str(exc).splitlines()[0][:500])
+    assert not failures, "\n".join(failures)
+    assert env.sent > 1000
+    await assert_intact(env, before, await changeable_by(env, who))
 
 
 def _hostile_values(kind: GraphQLInputType) -> Iterator[Any]:
@@ -300,16 +417,33 @@ def _plain(argument: GraphQLArgument) -> Any:
     return [value] if isinstance(get_nullable_type(argument.type), GraphQLList) else value
 
 
+async def test_json_escapes_of_lone_surrogates_get_typed_answers(env: Env) -> None:
+    for body in (
+        b'{"query": "query($a: String!) { entity(ref: $a) { ref } }", "variables": {"a": "\\ud800"}}',
+        b'{"query": "{ entity(ref: \\"\\ud800\\") { ref } }"}',
+        b'{"query": "{ entity(ref: \\"\\\\uD800\\") { ref } }"}',
+    ):
+        response = await env.client.post(
+            "/graphql", content=body, headers={"content-type": "application/json"}
+        )
+        assert 400 <= response.status_code < 500, response.text
+        [error] = response.json()["errors"]
+        assert error["extensions"]["code"] in ("BAD_REQUEST", "GRAPHQL_PARSE_FAILED"), error
+
+
 HOSTILE_HEADERS: list[dict[str, bytes]] = [
     {"authorization": b"Bearer"},
     {"authorization": b"Bearer "},
     {"authorization": b"Basic YWRtaW46YWRtaW4="},
     {"authorization": b"Bearer atr_\xff\xfe_secret"},
+    {"authorization": b"Bearer atr_\x00_secret"},
+    {"authorization": b"Bearer atr_0a\x00b_secret"},
     {"authorization": b"Bearer atr_" + b"a" * 40 + b"_x"},
     {"authorization": b"Bearer " + b"x" * 10_000},
     {"authorization": b"bearer atr_000000000000_nope"},
     {"x-forwarded-user": b"../../admin"},
     {"x-forwarded-user": b"\xff\xfe\xfd"},
+    {"x-forwarded-user": b"a\x00b"},
     {"x-forwarded-user": b"%00"},
     {"x-forwarded-user": b"a" * 5000},
     {"accept": b"application/json;q=abc, */*;q=0"},

@@ -354,7 +354,23 @@ async def test_apply_validates_checks_quota_then_creates_or_patches(env: Env) ->
 @pytest.mark.parametrize(
     ("manifest", "expected"),
     [
-        ("kind: PinApp\nmetadata: {name: [unclosed\n", "invalid YAML"),
+        (
+            "kind: PinApp\nmetadata: {name: [unclosed\n",
+            "invalid YAML at line 3, column 1: expected ',' or ']'",
+        ),
+        ("[" * 5_000, "invalid YAML at line 1, column 65: values are nested more than 64 deep"),
+        (
+            'kind: PinApp\nmetadata: {name: "a\\0b"}\n',
+            "invalid YAML at line 2, column 18: a string that holds a NUL character",
+        ),
+        ("&a [*a]\n", "alias *a stands for a value that contains it"),
+        (
+            "a: &a [1,2,3,4,5,6,7,8,9]\n"
+            + "".join(f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)),
+            "the document stands for more than 100,000 values",
+        ),
+        ("kind: PinApp\nspec: {replicas: 99999999999999999999999}\n", "beyond 64 bits"),
+        ("kind: PinApp\nmetadata: {labels: {a: [1]}, annotations: {b: 2}}\n", "metadata.labels.a: must be a string; metadata.annotations.b: must be a string"),
         ("a: 1\n---\nb: 2\n", "expected one manifest, found 2"),
         ("- a list\n", "expected a mapping"),
         ("kind: PinApp\nmetadata: just text\n", "metadata: is required"),
@@ -439,6 +455,33 @@ async def test_pods_events_and_logs(env: Env) -> None:
     assert pod_lists and pod_lists[0].query.get("labelSelector") == "atrium.dev/pinapp"
     log_reads = [r for r in env.east.requests if r.path.endswith("/log")]
     assert log_reads[0].query.get("tailLines") == "10"
+
+
+@pytest.mark.parametrize(
+    ("query", "expected"),
+    [
+        ('{ pinApps { nodes { events(first: -1) { reason } } } }', "first must be between 0 and 100"),
+        ('{ pinApps { nodes { events(first: 101) { reason } } } }', "first must be between 0 and 100"),
+        ('{ pinApps(first: 2147483647) { totalCount } }', "first must be between 0 and 100"),
+        ('{ pinApps(after: "////") { totalCount } }', "after is not a cursor this API issued"),
+        (
+            '{ podLogs(cluster: "east", namespace: "shop", pod: "x", tailLines: 2147483647) { text } }',
+            "tailLines must be between 1 and 10000",
+        ),
+        (
+            '{ podLogs(cluster: "east", namespace: "shop", pod: "x", sinceSeconds: -5) { text } }',
+            "sinceSeconds must be at least 1",
+        ),
+    ],
+)
+async def test_sizes_and_cursors_out_of_range_are_bad_input(
+    env: Env, query: str, expected: str
+) -> None:
+    body = await env.client.gql(query, expect_errors=True)
+    assert [e["extensions"]["code"] for e in body["errors"]] == ["BAD_USER_INPUT"] * len(
+        body["errors"]
+    )
+    assert expected in body["errors"][0]["message"]
 
 
 async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:

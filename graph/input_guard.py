@@ -99,18 +99,20 @@ class InputGuard(SchemaExtension):
 
 
 def _first_unstorable(value: Any) -> str | None:
-    if isinstance(value, str):
-        return unstorable(value)
-    if isinstance(value, dict):
-        for key, item in value.items():
-            why = _first_unstorable(key) or _first_unstorable(item)
+    # A walk with a stack of its own: JSON variables may be nested as deep as the body parser
+    # allows (about a thousand levels), deeper than Python's recursion limit leaves room for.
+    pending = [value]
+    while pending:
+        item = pending.pop()
+        if isinstance(item, str):
+            why = unstorable(item)
             if why is not None:
                 return why
-    elif isinstance(value, list):
-        for item in value:
-            why = _first_unstorable(item)
-            if why is not None:
-                return why
+        elif isinstance(item, dict):
+            pending += item.keys()
+            pending += item.values()
+        elif isinstance(item, list):
+            pending += item
     return None
 
 

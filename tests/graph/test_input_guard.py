@@ -198,3 +198,25 @@ async def test_a_token_with_a_nul_is_unauthenticated(demo_client: Client) -> Non
     response = await demo_client.send(request)
     assert response.status_code == 401, response.text
     assert response.json()["errors"][0]["extensions"]["code"] == "UNAUTHENTICATED"
+
+
+async def test_variables_nested_as_deep_as_json_allows_are_checked(demo_client: Client) -> None:
+    """The guard walks variables without recursion: a thousand levels are no server error,
+    and a NUL at the bottom is still found."""
+    query = "query($l: JSON) { entities(filter: {labels: $l}) { totalCount } }"
+    for leaf, status, code in (("1", 200, "BAD_USER_INPUT"), ('"\\u0000"', 400, "BAD_USER_INPUT")):
+        body = (
+            f'{{"query": "{query.replace(chr(34), chr(92) + chr(34))}", "variables": {{"l": '
+            + "[" * 1000
+            + leaf
+            + "]" * 1000
+            + "}}"
+        )
+        response = await demo_client.post(
+            "/graphql", content=body.encode(), headers={"content-type": "application/json"}
+        )
+        assert response.status_code == status, response.text
+        [error] = response.json()["errors"]
+        assert error["extensions"]["code"] == code
+        if status == 400:
+            assert error["message"].startswith("variable $l holds a NUL character")

@@ -84,9 +84,15 @@ class Operation:
     @property
     def variables_key(self) -> str:
         if self._variables_key is None:
-            self._variables_key = orjson.dumps(
-                self.variables or {}, option=orjson.OPT_SORT_KEYS
-            ).decode()
+            try:
+                key = orjson.dumps(self.variables or {}, option=orjson.OPT_SORT_KEYS)
+            except orjson.JSONEncodeError:
+                # orjson writes at most 254 levels (the body parser reads a thousand): no
+                # page sends such variables, and none could be kept under a key.
+                raise HTTPError(
+                    400, "variables are nested too deep to be keyed", code="BAD_USER_INPUT"
+                ) from None
+            self._variables_key = key.decode()
         return self._variables_key
 
 

@@ -179,7 +179,9 @@ def with_variables(schema: GraphQLSchema, document: DocumentNode) -> tuple[Docum
             kind = root.fields[selection.name.value].args[argument.name.value].type
             variables[name] = value_from_ast_untyped(argument.value)
             variable = VariableNode(name=NameNode(value=name))
-            definitions.append(VariableDefinitionNode(variable=variable, type=parse_type(str(kind))))
+            definitions.append(
+                VariableDefinitionNode(variable=variable, type=parse_type(str(kind)))
+            )
             arguments.append(ArgumentNode(name=argument.name, value=variable))
         selections.append(replace(selection, arguments=tuple(arguments)))
     operation = replace(
@@ -279,9 +281,7 @@ async def test_generated_operations(env: Env, who: str) -> None:
     loop = asyncio.get_running_loop()
 
     def each(document: DocumentNode, variables: Any) -> None:
-        asyncio.run_coroutine_threadsafe(
-            exchange(env, caller, document, variables), loop
-        ).result()
+        asyncio.run_coroutine_threadsafe(exchange(env, caller, document, variables), loop).result()
 
     await asyncio.to_thread(generate, env.schema, each)
     assert env.schema.mutation_type is not None

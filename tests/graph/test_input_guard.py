@@ -142,13 +142,16 @@ async def test_a_cursor_this_api_never_issued_is_bad_input_naming_after(
     )
     [error] = body["errors"]
     assert error["extensions"]["code"] == "BAD_USER_INPUT", error
-    assert error["message"].startswith("after: ") and "not a cursor this API issued" in error[
-        "message"
-    ]
+    assert (
+        error["message"].startswith("after: ")
+        and "not a cursor this API issued" in error["message"]
+    )
 
 
 @pytest.mark.parametrize("raw", [b"Query:x", b"Nope:x", b":", b"PageInfo:x"])
-async def test_a_global_id_naming_no_node_type_is_bad_input(demo_client: Client, raw: bytes) -> None:
+async def test_a_global_id_naming_no_node_type_is_bad_input(
+    demo_client: Client, raw: bytes
+) -> None:
     body = await demo_client.gql(
         "query($id: ID!) { node(id: $id) { id } }",
         {"id": base64.b64encode(raw).decode()},
@@ -180,7 +183,9 @@ async def test_yaml_no_json_can_hold_is_a_document_error_naming_the_line(
 ) -> None:
     """Reported as YAML that stopped parsing, at its document and line; the documents before
     it are stored, and the attempt is audited."""
-    text = ENTITY.format(name="first", extra=1) + "---\n" + ENTITY.format(name="second", extra=extra)
+    text = (
+        ENTITY.format(name="first", extra=1) + "---\n" + ENTITY.format(name="second", extra=extra)
+    )
     body = await demo_client.gql(APPLY, {"y": text}, token=await demo_client.admin_token())
     result = body["data"]["applyEntities"]
     assert result["created"] == ["component:default/first"]
@@ -220,3 +225,30 @@ async def test_variables_nested_as_deep_as_json_allows_are_checked(demo_client: 
         assert error["extensions"]["code"] == code
         if status == 400:
             assert error["message"].startswith("variable $l holds a NUL character")
+
+
+async def test_a_persisted_query_with_variables_too_deep_to_key_is_bad_input(
+    demo_client: Client,
+) -> None:
+    """An answer is kept under its variables written as JSON, which stops at 254 levels."""
+    from sources.persisted import document_hash
+
+    query = "query($l: JSON) { entities(filter: {labels: $l}) { totalCount } }"
+    persisted = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(query)}}
+    for depth, status in ((200, 200), (300, 400)):
+        body = (
+            orjson.dumps({"query": query, "extensions": persisted})[:-1]
+            + b', "variables": {"l": '
+            + b"[" * depth
+            + b"1"
+            + b"]" * depth
+            + b"}}"
+        )
+        response = await demo_client.post(
+            "/graphql", content=body, headers={"content-type": "application/json"}
+        )
+        assert response.status_code == status, response.text
+        [error] = response.json()["errors"]
+        assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+        if status == 400:
+            assert error["message"] == "variables are nested too deep to be keyed"

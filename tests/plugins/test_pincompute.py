@@ -351,6 +351,7 @@ async def test_apply_validates_checks_quota_then_creates_or_patches(env: Env) ->
     )
     assert moved["errors"][0]["extensions"]["code"] == "FORBIDDEN"
 
+
 @pytest.mark.parametrize(
     ("manifest", "expected"),
     [
@@ -366,11 +367,17 @@ async def test_apply_validates_checks_quota_then_creates_or_patches(env: Env) ->
         ("&a [*a]\n", "alias *a stands for a value that contains it"),
         (
             "a: &a [1,2,3,4,5,6,7,8,9]\n"
-            + "".join(f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)),
+            + "".join(
+                f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n"
+                for p, c in zip("abcdefgh", "bcdefghi", strict=True)
+            ),
             "the document stands for more than 100,000 values",
         ),
         ("kind: PinApp\nspec: {replicas: 99999999999999999999999}\n", "beyond 64 bits"),
-        ("kind: PinApp\nmetadata: {labels: {a: [1]}, annotations: {b: 2}}\n", "metadata.labels.a: must be a string; metadata.annotations.b: must be a string"),
+        (
+            "kind: PinApp\nmetadata: {labels: {a: [1]}, annotations: {b: 2}}\n",
+            "metadata.labels.a: must be a string; metadata.annotations.b: must be a string",
+        ),
         ("a: 1\n---\nb: 2\n", "expected one manifest, found 2"),
         ("- a list\n", "expected a mapping"),
         ("kind: PinApp\nmetadata: just text\n", "metadata: is required"),
@@ -390,7 +397,6 @@ async def test_a_manifest_that_is_not_one_is_bad_input_and_audited(
     )
     assert row["action"] == "pincompute.apply" and row["outcome"] == "failed"
     assert expected in row["message"]
-
 
 
 async def test_pods_events_and_logs(env: Env) -> None:
@@ -460,9 +466,15 @@ async def test_pods_events_and_logs(env: Env) -> None:
 @pytest.mark.parametrize(
     ("query", "expected"),
     [
-        ('{ pinApps { nodes { events(first: -1) { reason } } } }', "first must be between 0 and 100"),
-        ('{ pinApps { nodes { events(first: 101) { reason } } } }', "first must be between 0 and 100"),
-        ('{ pinApps(first: 2147483647) { totalCount } }', "first must be between 0 and 100"),
+        (
+            "{ pinApps { nodes { events(first: -1) { reason } } } }",
+            "first must be between 0 and 100",
+        ),
+        (
+            "{ pinApps { nodes { events(first: 101) { reason } } } }",
+            "first must be between 0 and 100",
+        ),
+        ("{ pinApps(first: 2147483647) { totalCount } }", "first must be between 0 and 100"),
         ('{ pinApps(after: "////") { totalCount } }', "after is not a cursor this API issued"),
         (
             '{ podLogs(cluster: "east", namespace: "shop", pod: "x", tailLines: 2147483647) { text } }',

@@ -79,6 +79,7 @@ __all__ = [
     "entity_owner",
     "load_yaml",
     "strawberry",
+    "viewer_may_change",
 ]
 
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
@@ -253,3 +254,16 @@ async def entities_owned_by(context: Context, ref: str, *, transitive: bool = Tr
 
     owners = await ownership.owner_set(context.loaders, ref, transitive=transitive)
     return await refs_owned_by(context.db, owners)
+
+
+async def viewer_may_change(context: Context, owner_ref: str | None) -> bool:
+    """Whether the viewer may change what ``owner_ref`` owns, as ``Authorize`` decides for
+    ``EntityOwner``-like rules: its members (at any depth) with the write scope, and admins.
+    For a console deciding whether to show a button; the mutation checks again. A field that
+    answers this must be ``CacheScope.PRIVATE``."""
+    from graph.authz import is_admin
+    from resolvers import ownership
+
+    if await is_admin(context):
+        return True
+    return await ownership.may_change(context.loaders, context.viewer, owner_ref)

@@ -5,7 +5,18 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Self
 
-from graph.plugin import JSON, Entity, Info, UserError, entity, strawberry
+from graph.plugin import (
+    JSON,
+    CacheControl,
+    CacheScope,
+    Entity,
+    Info,
+    UserError,
+    entity,
+    entity_owner,
+    strawberry,
+    viewer_may_change,
+)
 from plugins.pincompute.compute import Compute, ComputeError
 from plugins.pincompute.model import env_of
 from plugins.pincompute.store import Key, StoredObject
@@ -141,6 +152,16 @@ class PinApp(_Workload):
     @strawberry.field
     async def entity(self, info: Info) -> Entity | None:
         return await entity(info, self.stored.entity_ref) if self.stored.entity_ref else None
+
+    @strawberry.field(
+        description="Whether the viewer may scale, restart and set the image of this PinApp "
+        "(its entity's owners and admins): for showing buttons; each mutation checks again.",
+        directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
+    )
+    async def viewer_can_manage(self, info: Info) -> bool:
+        ref = self.stored.entity_ref
+        owner = await entity_owner(info.context, ref) if ref else None
+        return await viewer_may_change(info.context, owner)
 
     @strawberry.field
     def image(self) -> str | None:

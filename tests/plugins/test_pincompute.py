@@ -271,6 +271,27 @@ async def test_a_non_owner_cannot_scale_and_the_owner_can_both_audited(env: Env)
     assert (rows[1]["before"]["spec"]["replicas"], rows[1]["after"]["spec"]["replicas"]) == (1, 3)
 
 
+async def test_viewer_can_manage_says_who_may_change_a_workload(env: Env) -> None:
+    """What the console shows buttons by: bob (nested in the owning team) yes, mallory and
+    anonymous no, an admin token yes; and each answer is private."""
+    query = '{ pinApp(cluster: "west", namespace: "shop", name: "checkout-west") { viewerCanManage } }'
+    for user, expected in (("bob", True), ("mallory", False), (None, False)):
+        body = await env.client.gql(query, user=user)
+        assert body["data"]["pinApp"]["viewerCanManage"] is expected, user
+    token = await env.client.admin_token()
+    admin = await env.client.post(
+        "/graphql", json={"query": query}, headers={"Authorization": f"Bearer {token}"}
+    )
+    assert admin.json()["data"]["pinApp"]["viewerCanManage"] is True
+    got = await env.client.get(
+        "/graphql",
+        params={"query": query},
+        headers={"x-forwarded-user": "bob", "content-type": "application/json"},
+    )
+    assert got.status_code == 200, got.text
+    assert "public" not in got.headers["cache-control"], got.headers["cache-control"]
+
+
 async def test_scaling_a_scaled_app_moves_its_scaler_bounds_within_quota(env: Env) -> None:
     ok = await env.client.gql(
         SCALE, {"c": "east", "n": "checkout", "r": None, "max": 8}, user="alice"

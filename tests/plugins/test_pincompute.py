@@ -274,7 +274,9 @@ async def test_a_non_owner_cannot_scale_and_the_owner_can_both_audited(env: Env)
 async def test_viewer_can_manage_says_who_may_change_a_workload(env: Env) -> None:
     """What the console shows buttons by: bob (nested in the owning team) yes, mallory and
     anonymous no, an admin token yes; and each answer is private."""
-    query = '{ pinApp(cluster: "west", namespace: "shop", name: "checkout-west") { viewerCanManage } }'
+    query = (
+        '{ pinApp(cluster: "west", namespace: "shop", name: "checkout-west") { viewerCanManage } }'
+    )
     for user, expected in (("bob", True), ("mallory", False), (None, False)):
         body = await env.client.gql(query, user=user)
         assert body["data"]["pinApp"]["viewerCanManage"] is expected, user

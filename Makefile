@@ -5,14 +5,19 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 CLIENTS := tests/clients
+WEB := web
+# What the console's build is made from: it is built again when any of these changed.
+WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
+	$(wildcard $(WEB)/index.html $(WEB)/vite.config.* $(WEB)/tsconfig*.json \
+	$(WEB)/persisted-query-manifest.config.*)
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: run test bench install install-test system-test-deps lint schema clean
+.PHONY: run test bench install install-test system-test-deps node lint schema clean web web-dev
 
-run: $(VENV)/.installed
+run: $(VENV)/.installed $(WEB)/dist/.built
 	$(BIN)/atrium serve --demo
 
-test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed
+test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
 	$(BIN)/python -m pytest
 
 bench: $(VENV)/.installed-test system-test-deps
@@ -26,14 +31,36 @@ system-test-deps:
 	@if ! command -v redis-server >/dev/null 2>&1; then \
 	  apt-get update -q && apt-get install -y -q redis-server; \
 	fi
+	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
+	  apt-get update -q && apt-get install -y -q chromium; \
+	fi
+
+# Node 18 or later (Debian's own when none is installed).
+node:
+	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
+	  apt-get update -q && apt-get install -y -q nodejs npm; \
+	fi
+
+# The console (web/): its npm packages as the lock pins them, and its build (Vite's manifest,
+# the hashed assets and the persisted-query manifest in web/dist/) when its sources changed.
+$(WEB)/node_modules/.installed: $(WEB)/package-lock.json $(WEB)/package.json | node
+	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
+	touch $@
+
+$(WEB)/dist/.built: $(WEB)/node_modules/.installed $(WEB_SOURCES)
+	cd $(WEB) && npm run --silent build
+	touch $@
+
+web: $(WEB)/dist/.built
+
+# For people working on the client: Vite's dev server, proxying /graphql to `make run`'s server.
+web-dev: $(WEB)/node_modules/.installed
+	cd $(WEB) && npm run dev
 
 # The npm packages of the real-client tests (Apollo Client, graphql-http), as the lock pins them:
 # installed again when node_modules is missing or older than the lock. Node 18 or later (Debian's
 # own when none is installed).
-$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json
-	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
-	  apt-get update -q && apt-get install -y -q nodejs npm; \
-	fi
+$(CLIENTS)/node_modules/.installed: $(CLIENTS)/package-lock.json $(CLIENTS)/package.json | node
 	cd $(CLIENTS) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
@@ -64,4 +91,4 @@ $(VENV)/.installed-test: pyproject.toml | $(BIN)/python
 	touch $@ $(VENV)/.installed
 
 clean:
-	rm -rf $(VENV) .atrium $(CLIENTS)/node_modules
+	rm -rf $(VENV) .atrium $(CLIENTS)/node_modules $(WEB)/node_modules $(WEB)/dist

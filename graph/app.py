@@ -15,7 +15,7 @@ from starlette.routing import Route, WebSocketRoute
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.logs import flush_logs
 from graph.metrics import Metrics
-from graph.persisted import PersistedQueries
+from graph.persisted import PersistedQueries, trust
 from graph.plugin import BackgroundJob, Plugin
 from graph.services import Services
 from graph.settings import Settings
@@ -26,6 +26,8 @@ from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
+from ssr import Console, console_routes
+from ssr.assets import BuildFiles
 
 __all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
 
@@ -82,6 +84,10 @@ def create_app(
         services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
+            services.console = Console.load(settings.console_dir)
+            if services.console is not None:
+                # The console's operations run in production, where only trusted ones do.
+                await trust(services.db, services.console.documents)
             # Plugins' lifespans start after the database and stop before it; jobs run inside.
             async with contextlib.AsyncExitStack() as plugin_lifespans:
                 for plugin_id, factory in assembly.lifespans:
@@ -111,6 +117,7 @@ def create_app(
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
+            *console_routes(BuildFiles(settings.console_dir)),
         ],
         lifespan=lifespan,
     )

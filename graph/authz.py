@@ -18,6 +18,7 @@ import time
 from dataclasses import dataclass
 from ipaddress import ip_address
 from typing import Any, Protocol
+from urllib.parse import unquote
 
 import orjson
 from starlette.requests import HTTPConnection
@@ -145,7 +146,26 @@ def viewer_without_token(
                 "user header from an untrusted address ignored",
                 extra={"client": client, "header": settings.user_header},
             )
+    elif not settings.production:
+        cookie = headers.get(b"cookie")
+        if cookie is not None and DEMO_USER_COOKIE in cookie:
+            demo = _demo_user(cookie)
+            if demo:
+                return Viewer(f"user:default/{demo}", "demo", frozenset({"read", "write"}))
     return Viewer.anonymous(settings.anonymous_read)
+
+
+# In development (the demo) the console lets a person act as any user: the cookie names them.
+# Never read in production, where only the trusted proxy says who is asking.
+DEMO_USER_COOKIE = b"atrium_demo_user"
+
+
+def _demo_user(cookie: bytes) -> str | None:
+    for part in cookie.split(b";"):
+        key, _, value = part.strip().partition(b"=")
+        if key == DEMO_USER_COOKIE:
+            return normalise_name(unquote(value.decode("latin-1")).strip('"')) or None
+    return None
 
 
 def _trusted(host: str, settings: Settings) -> bool:

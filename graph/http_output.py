@@ -55,6 +55,9 @@ class Outcome:
     label: str | None = None
     headers: Headers = field(default_factory=list)
     etag: bytes | None = None
+    # How long, and for whom, an error-free answer may be kept: (max-age, private); None when
+    # it may not be (errors, or a field with no cache hint).
+    policy: tuple[int, bool] | None = None
 
 
 def result_outcome(result: ExecutionResult, media_type: str, label: str | None) -> Outcome:

@@ -40,6 +40,8 @@ class Services:
     tokens: TokenCache = field(default_factory=TokenCache)
     access_log: AccessLog = field(default_factory=AccessLog)
     get_operations: GetOperations = field(default_factory=GetOperations)
+    # The console's build (ssr.console.Console), loaded by the lifespan when there is one.
+    console: Any = None
 
     @property
     def database(self) -> Database:

@@ -87,6 +87,11 @@ class Settings(BaseSettings):
 
     log_level: str = "INFO"
 
+    # The console's build (Vite's manifest, hashed assets, the persisted-query manifest), as
+    # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API
+    # serves alone, and the console's pages say how to build it.
+    web_dir: Path | None = None
+
     # Authentication. A user named by ``user_header`` is believed only from these networks.
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
         default_factory=list
@@ -152,6 +157,10 @@ class Settings(BaseSettings):
             timeout=self.catalog_fetch_timeout,
             max_bytes=self.catalog_fetch_max_bytes,
         )
+
+    @property
+    def console_dir(self) -> Path:
+        return self.web_dir or Path(__file__).resolve().parent.parent / "web" / "dist"
 
     @property
     def production(self) -> bool:

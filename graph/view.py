@@ -67,7 +67,7 @@ from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_a
 from sources.auth import Viewer
 from sources.errors import NotAuthenticated
 
-__all__ = ["graphql_http", "subscriptions"]
+__all__ = ["graphql_http", "run_in_process", "subscriptions"]
 
 log = logging.getLogger("atrium.http")
 
@@ -222,6 +222,7 @@ class _Exchange:
         answer = CachedAnswer(
             outcome.body, etag_of(outcome.body), policy.seconds, policy.private, time.time()
         )
+        outcome.policy = (answer.max_age, answer.private)
         if self.get:
             outcome.etag = answer.etag.encode("latin-1")
             outcome.headers += cache_headers(answer.max_age, self._shared(answer.private))
@@ -230,14 +231,16 @@ class _Exchange:
         return outcome
 
     def _kept(self, answer: CachedAnswer, label: str | None) -> Outcome:
+        policy = (max(0, int(answer.remaining)), answer.private)
         if not self.get:
-            return Outcome(200, answer.body, label)
+            return Outcome(200, answer.body, label, policy=policy)
         return Outcome(
             200,
             answer.body,
             label,
             cache_headers(answer.max_age, self._shared(answer.private), answer.age),
             answer.etag.encode("latin-1"),
+            policy,
         )
 
     def _shared(self, private: bool) -> bool:
@@ -265,6 +268,28 @@ class _Exchange:
             raise HTTPError(400, exc.as_http_error_reason()) from None
         except MissingQueryError:
             raise HTTPError(400, "no query was given") from None
+
+
+async def run_in_process(
+    services: Services,
+    scope: Scope,
+    viewer: Viewer,
+    digest: str,
+    operation_name: str,
+    variables: dict[str, Any],
+) -> Outcome:
+    """Run a persisted query by its hash for a page the server renders, as a GET of it
+    would run (the same document store, response cache, policies and ETags), without an
+    HTTP hop. HTTPError and PersistedQueryMiss propagate."""
+    exchange = _Exchange(scope, _no_body, services, viewer, JSON, get=True)
+    operation = Operation(
+        None, variables, operation_name, {"persistedQuery": {"version": 1, "sha256Hash": digest}}
+    )
+    return await exchange.run(operation)
+
+
+async def _no_body() -> dict[str, Any]:
+    return {"type": "http.request", "body": b"", "more_body": False}
 
 
 async def _ide(scope: Scope, receive: Receive, send: Send, services: Services) -> None:

@@ -238,6 +238,8 @@ async def make_client(database_url: str) -> AsyncIterator[AppFactory]:
             # httpx's ASGI transport calls from 127.0.0.1: the tests' "proxy".
             "trusted_proxies": ["127.0.0.1"],
             "admin_group": "group:default/admins",
+            # No console unless a test builds one (tests/ssr/): its documents are not wanted.
+            "web_dir": Path(__file__).parent / "no-console-build",
         }
         settings = Settings(**{**defaults, **overrides})
         app = create_app(settings, plugins=plugins if plugins is not None else [])

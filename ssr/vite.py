@@ -1,0 +1,80 @@
+"""What a page links from Vite's build manifest (``.vite/manifest.json``).
+
+For the entry and the route's lazy chunk, follow ``imports`` recursively (never
+``dynamicImports``: those load later, on demand): each chunk's ``css`` is a stylesheet, each
+imported chunk's ``file`` a ``modulepreload``, and the entry's ``file`` the one module script.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+__all__ = ["ENTRY", "PageAssets", "ViteManifest"]
+
+ENTRY = "src/main.tsx"
+ASSETS_URL = "/assets/"
+
+
+@dataclass(frozen=True, slots=True)
+class PageAssets:
+    entry: str
+    stylesheets: tuple[str, ...]
+    preloads: tuple[str, ...]
+
+
+class ViteManifest:
+    """A build's manifest, read once; a page's assets worked out once per route."""
+
+    def __init__(self, chunks: dict[str, Any]) -> None:
+        if ENTRY not in chunks:
+            raise ValueError(f"the build's manifest has no entry {ENTRY}")
+        self._chunks = chunks
+        self._pages: dict[str | None, PageAssets] = {}
+        # Every file the build wrote under a hashed name: chunks, their CSS and their assets.
+        self.files = frozenset(
+            name
+            for chunk in chunks.values()
+            for name in [chunk.get("file"), *chunk.get("css", ()), *chunk.get("assets", ())]
+            if isinstance(name, str)
+        )
+
+    @classmethod
+    def read(cls, build: Path) -> ViteManifest:
+        return cls(orjson.loads((build / ".vite" / "manifest.json").read_bytes()))
+
+    def assets(self, route: str | None) -> PageAssets:
+        """The entry's assets, and the route chunk's (a key such as src/routes/Team.tsx)."""
+        found = self._pages.get(route)
+        if found is None:
+            found = self._pages[route] = self._work_out(route)
+        return found
+
+    def _work_out(self, route: str | None) -> PageAssets:
+        stylesheets: list[str] = []
+        preloads: list[str] = []
+        seen: set[str] = set()
+
+        def visit(key: str) -> None:
+            if key in seen or key not in self._chunks:
+                return
+            seen.add(key)
+            chunk = self._chunks[key]
+            for imported in chunk.get("imports", ()):
+                visit(imported)
+            for css in chunk.get("css", ()):
+                if ASSETS_URL + css not in stylesheets:
+                    stylesheets.append(ASSETS_URL + css)
+            if key != ENTRY:
+                preloads.append(ASSETS_URL + chunk["file"])
+
+        visit(ENTRY)
+        if route is not None:
+            if route not in self._chunks:
+                raise ValueError(f"the build's manifest has no route chunk {route}")
+            visit(route)
+        entry = ASSETS_URL + self._chunks[ENTRY]["file"]
+        return PageAssets(entry, tuple(stylesheets), tuple(preloads))

@@ -91,6 +91,8 @@ class Settings(BaseSettings):
     # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API
     # serves alone, and the console's pages say how to build it.
     web_dir: Path | None = None
+    # Render the critical pages on the server; off, every page is the shell the client fills.
+    ssr: bool = True
 
     # Authentication. A user named by ``user_header`` is believed only from these networks.
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(

@@ -105,6 +105,8 @@ async def _render(
         return PlainTextResponse(
             "The console is not built: run `make web` (the API is at /graphql).", 503
         )
+    if not services.settings.ssr:
+        template, operations = "shell.html", []
     client = request.client.host if request.client else None
     try:
         viewer = await viewer_of(

@@ -226,7 +226,8 @@ async def test_the_demo_user_cookie_signs_in_only_in_development(
     console: Client, make_client: AppFactory, tmp_path: Path
 ) -> None:
     page = _embedded(
-        (await console.get("/", headers={"cookie": "atrium_demo_user=grace.okafor"})).text, "atrium-page"
+        (await console.get("/", headers={"cookie": "atrium_demo_user=grace.okafor"})).text,
+        "atrium-page",
     )
     assert page["viewer"] == {"ref": "user:default/grace.okafor", "via": "demo"}
     assert any(u["ref"] == "user:default/grace.okafor" for u in page["demoUsers"])
@@ -236,7 +237,8 @@ async def test_the_demo_user_cookie_signs_in_only_in_development(
     body = await production.get("/graphql", params={"query": "{ viewer { ref } }"})
     assert body.status_code == 400  # production runs trusted documents only
     page = _embedded(
-        (await production.get("/", headers={"cookie": "atrium_demo_user=grace.okafor"})).text, "atrium-page"
+        (await production.get("/", headers={"cookie": "atrium_demo_user=grace.okafor"})).text,
+        "atrium-page",
     )
     assert page["viewer"]["ref"] is None and "demoUsers" not in page
 
@@ -271,3 +273,12 @@ async def test_without_a_build_the_pages_say_how_to_make_one(client: Client) -> 
     response = await client.get("/catalog/default/component/checkout")
     assert response.status_code == 503 and "make web" in response.text
     assert (await client.gql("{ viewer { ref } }"))["data"] == {"viewer": {"ref": None}}
+
+
+async def test_with_ssr_off_every_page_is_the_shell(
+    make_client: AppFactory, tmp_path: Path
+) -> None:
+    client = await make_client(plugins=_plugins(), web_dir=_build(tmp_path), ssr=False)
+    response = await client.get("/catalog/default/system/checkout")
+    assert response.status_code == 200 and _embedded(response.text, "apollo-results") == []
+    assert "Loading" in response.text and '<h1 class="atrium-title">' not in response.text

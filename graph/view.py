@@ -301,11 +301,42 @@ async def _ide(scope: Scope, receive: Receive, send: Send, services: Services) -
 
 def subscriptions(services: Services) -> Any:
     """Subscriptions over websockets (the graphql-transport-ws protocol), with the same context
-    and viewer as HTTP requests."""
+    and viewer as HTTP requests, and the same documents: a persisted hash runs what it names,
+    and in production only trusted documents run."""
     from strawberry.asgi import GraphQL
     from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
+    from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
+        BaseGraphQLTransportWSHandler,
+    )
+    from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
+
+    class PersistedSubscriptions(BaseGraphQLTransportWSHandler[Context, None]):
+        async def handle_subscribe(self, message: Any) -> None:
+            payload = message.get("payload") or {}
+            if self.connection_acknowledged and message.get("id") not in self.operations:
+                try:
+                    document = await services.persisted.document(
+                        services.database, payload.get("query"), payload.get("extensions")
+                    )
+                except PersistedQueryMiss as miss:
+                    await self._refuse(message, miss.error)
+                    return
+                except HTTPError as exc:
+                    await self._refuse(
+                        message, {"message": exc.message, "extensions": {"code": exc.code}}
+                    )
+                    return
+                message = {**message, "payload": {**payload, "query": document.text}}
+            await super().handle_subscribe(message)
+
+        async def _refuse(self, message: Any, error: Any) -> None:
+            refusal: ErrorMessage = {"id": message["id"], "type": "error", "payload": [error]}
+            await self.send_message(refusal)
 
     class SubscriptionView(GraphQL):
+        # Strawberry types the handler's context as None too.
+        graphql_transport_ws_handler_class = PersistedSubscriptions  # type: ignore[assignment]
+
         # Strawberry types the context as None by default; ours is the Context dataclass.
         async def get_context(self, request: Any, response: Any = None) -> Context:  # type: ignore[override]
             return await services.context(request)

@@ -99,6 +99,24 @@ async def _render(
     *,
     ref: str | None = None,
 ) -> Response:
+    """A page, counted and logged as the API's requests are (operation ``page:<route>``)."""
+    started = time.perf_counter()
+    response = await _page(request, route, template, title, operations, ref)
+    services: Services = request.app.state.services
+    services.record_request(
+        "GET", f"page:{route}", response.status_code, time.perf_counter() - started
+    )
+    return response
+
+
+async def _page(
+    request: Request,
+    route: str,
+    template: str,
+    title: str,
+    operations: list[tuple[str, dict[str, Any]]],
+    ref: str | None,
+) -> Response:
     services: Services = request.app.state.services
     console: Console | None = services.console
     if console is None:
@@ -146,7 +164,6 @@ async def _render(
     else:
         headers["cache-control"] = "no-store"
 
-    started = time.perf_counter()
     html = console.templates.get_template(template).render(
         title=title,
         ref=ref,
@@ -163,7 +180,6 @@ async def _render(
     body = html.encode()
     if etag is not None:
         console.pages.put(etag, body)
-    log.debug("rendered %s in %.1f ms", route, (time.perf_counter() - started) * 1000)
     return Response(body, 200 if found else 404, headers, media_type="text/html")
 
 

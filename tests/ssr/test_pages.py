@@ -282,3 +282,11 @@ async def test_with_ssr_off_every_page_is_the_shell(
     response = await client.get("/catalog/default/system/checkout")
     assert response.status_code == 200 and _embedded(response.text, "apollo-results") == []
     assert "Loading" in response.text and '<h1 class="atrium-title">' not in response.text
+
+
+async def test_pages_are_counted_like_the_apis_requests(console: Client) -> None:
+    await console.get("/catalog/default/system/checkout")
+    await console.get("/catalog/default/component/no-such-thing")
+    metrics = (await console.get("/metrics")).text
+    assert 'operation="page:entity",status="200"' in metrics
+    assert 'operation="page:entity",status="404"' in metrics

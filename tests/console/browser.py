@@ -1,0 +1,149 @@
+"""Pages in a real Chromium, with what happened on them recorded: every request, console
+errors, uncaught exceptions, when React first rendered into the server's markup, and layout
+shifts since the page started."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from playwright.async_api import Browser, ConsoleMessage, Page, Request
+
+from tests.console.server import Served
+
+# Runs before any of the page's scripts (through the DevTools protocol, so the page's
+# Content-Security-Policy does not apply to it).
+PROBE = """
+window.__probe = {cls: 0, shifts: [], rendered: 0, serverText: null};
+new PerformanceObserver((list) => {
+  for (const entry of list.getEntries()) {
+    if (entry.hadRecentInput) continue;
+    window.__probe.cls += entry.value;
+    window.__probe.shifts.push({value: entry.value, at: entry.startTime,
+      nodes: (entry.sources || []).map((s) => s.node && s.node.nodeName + '.' + (s.node.className || ''))});
+  }
+}).observe({type: 'layout-shift', buffered: true});
+// 'interactive': the server's HTML is parsed and no module script has run yet.
+document.addEventListener('readystatechange', () => {
+  const root = document.getElementById('root');
+  if (document.readyState !== 'interactive' || !root) return;
+  window.__probe.serverText = root.innerText;
+  new MutationObserver(() => { window.__probe.rendered += 1; })
+    .observe(root, {childList: true});
+});
+"""
+
+
+@dataclass
+class Recorded:
+    requests: list[Request] = field(default_factory=list)
+    errors: list[str] = field(default_factory=list)
+
+    def graphql(self) -> list[Request]:
+        return [r for r in self.requests if urlsplit(r.url).path == "/graphql"]
+
+    def assets(self) -> list[str]:
+        return [urlsplit(r.url).path for r in self.requests if "/assets/" in r.url]
+
+    def clear(self) -> None:
+        self.requests.clear()
+        self.errors.clear()
+
+
+def describe(request: Request) -> str:
+    """A request as a failing assertion should show it."""
+    parts = urlsplit(request.url)
+    params = {k: v[0][:120] for k, v in parse_qs(parts.query).items()}
+    body = (request.post_data or "")[:200]
+    return f"{request.method} {parts.path} {params or ''} {body}".strip()
+
+
+@dataclass
+class ConsolePage:
+    page: Page
+    recorded: Recorded
+    served: Served
+
+    async def open(self, path: str, *, rendered: bool = True) -> None:
+        """Load a page until the network is idle and, with JavaScript, React has rendered."""
+        self.recorded.clear()
+        response = await self.page.goto(self.served.url(path), wait_until="networkidle")
+        assert response is not None and response.status == 200, (
+            f"GET {path}: {response and response.status}\n{self.served.log_text()[-3000:]}"
+        )
+        if rendered:
+            await self.react_rendered()
+
+    async def react_rendered(self) -> None:
+        try:
+            await self.page.wait_for_function("window.__probe.rendered > 0", timeout=5000)
+        except Exception as exc:
+            raise AssertionError(
+                f"React never rendered into #root of {self.page.url}; errors:"
+                f" {self.recorded.errors}"
+            ) from exc
+        await self.page.wait_for_load_state("networkidle")
+
+    async def probe(self) -> dict[str, Any]:
+        # Two frames after React's render, so shifts it caused are reported.
+        await self.page.evaluate(
+            "() => new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)))"
+        )
+        result: dict[str, Any] = await self.page.evaluate("() => window.__probe")
+        return result
+
+    async def another(self) -> ConsolePage:
+        """A new page in the same browser context (its cookies and HTTP cache)."""
+        return await _instrumented(await self.page.context.new_page(), self.served)
+
+    async def text(self) -> str:
+        return await self.page.inner_text("#root")
+
+
+@asynccontextmanager
+async def console_page(
+    browser: Browser,
+    served: Served,
+    *,
+    user: str | None = None,
+    demo_user: str | None = None,
+    javascript: bool = True,
+    bypass_csp: bool = False,
+) -> AsyncIterator[ConsolePage]:
+    """A page in a context of its own: as `user` (the trusted proxy's X-Forwarded-User, as
+    production says who is asking) or `demo_user` (the development cookie), or anonymous."""
+    context = await browser.new_context(
+        java_script_enabled=javascript,
+        bypass_csp=bypass_csp,
+        extra_http_headers={"X-Forwarded-User": user} if user else None,
+        viewport={"width": 1280, "height": 900},
+    )
+    try:
+        if demo_user:
+            await context.add_cookies(
+                [{"name": "atrium_demo_user", "value": demo_user, "url": served.base}]
+            )
+        yield await _instrumented(await context.new_page(), served)
+    finally:
+        await context.close()
+
+
+async def _instrumented(page: Page, served: Served) -> ConsolePage:
+    recorded = Recorded()
+    page.on("request", lambda r: recorded.requests.append(r))
+    page.on("console", lambda m: _console_error(recorded, m))
+    page.on("pageerror", lambda e: recorded.errors.append(f"uncaught: {e}"))
+    page.on(
+        "requestfailed",
+        lambda r: recorded.errors.append(f"failed: {r.method} {r.url} {r.failure}"),
+    )
+    await page.add_init_script(PROBE)
+    return ConsolePage(page, recorded, served)
+
+
+def _console_error(recorded: Recorded, message: ConsoleMessage) -> None:
+    if message.type == "error":
+        recorded.errors.append(f"console: {message.text} ({message.location.get('url')})")

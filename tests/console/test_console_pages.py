@@ -92,3 +92,10 @@ async def test_without_javascript_the_server_html_shows_the_page(
                 f"#apollo-results of {path} lacks {operation}({ref}): {sorted(found)}"
             )
         assert all(e.get("data") for e in embedded), embedded
+
+
+async def test_a_teams_link_redirects_to_the_team_page(browser: Browser, served: Served) -> None:
+    async with console_page(browser, served, javascript=False) as page:
+        await page.open(f"/teams/{TEAM}", rendered=False)
+        assert page.page.url == served.url(TEAM_PATH), page.page.url
+        await assert_shows(page, TEAM, TEAM_SHOWS)

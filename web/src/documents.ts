@@ -1,0 +1,24 @@
+// Every operation of the console, by name: the .graphql files of operations/, which the build
+// also turns into the persisted-query manifest (the server trusts exactly these).
+import { gql, type TypedDocumentNode } from "@apollo/client";
+
+const sources = import.meta.glob<string>("./operations/*.graphql", {
+  query: "?raw",
+  import: "default",
+  eager: true,
+});
+
+// eslint-disable-next-line @typescript-eslint/no-explicit-any
+type Document = TypedDocumentNode<any, any>;
+
+export const documents: Record<string, Document> = {};
+for (const [path, text] of Object.entries(sources)) {
+  const name = path.replace(/^.*\/(\w+)\.graphql$/, "$1");
+  documents[name] = gql(text);
+}
+
+export function document(name: string): Document {
+  const found = documents[name];
+  if (!found) throw new Error(`no operation ${name} in src/operations`);
+  return found;
+}

@@ -1,0 +1,35 @@
+// What the server put in the page: the answers it rendered from, and who is asking.
+export interface DemoUser {
+  ref: string;
+  name: string;
+  displayName: string;
+}
+
+export interface PageData {
+  mode: "development" | "production";
+  viewer: { ref: string | null; via: string };
+  demoUsers?: DemoUser[];
+}
+
+export interface Embedded {
+  operationName: string;
+  variables: Record<string, unknown>;
+  data: Record<string, unknown>;
+}
+
+function json<T>(id: string, fallback: T): T {
+  const element = document.getElementById(id);
+  if (!element?.textContent) return fallback;
+  try {
+    return JSON.parse(element.textContent) as T;
+  } catch {
+    return fallback;
+  }
+}
+
+export const page: PageData = json<PageData>("atrium-page", {
+  mode: "development",
+  viewer: { ref: null, via: "anonymous" },
+});
+
+export const embedded: Embedded[] = json<Embedded[]>("apollo-results", []);

@@ -1,4 +1,3 @@
-import "gestalt/dist/gestalt.css";
 import "./styles/frame.css";
 
 import { ApolloProvider } from "@apollo/client/react";

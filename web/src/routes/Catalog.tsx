@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import "gestalt/dist/gestalt.css";
 import { useQuery } from "@apollo/client/react";
 import { Button, Checkbox } from "gestalt";
 import { useState } from "react";

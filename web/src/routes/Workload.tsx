@@ -1,4 +1,5 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
+import "gestalt/dist/gestalt.css";
 import { useMutation, useQuery, useSubscription } from "@apollo/client/react";
 import { Button, Layer, Modal, NumberField, TextField } from "gestalt";
 import { useState } from "react";

@@ -183,8 +183,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     host = f"[{args.host}]" if ":" in args.host else args.host
     workers = f", {args.workers} workers" if args.workers > 1 else ""
     print(
-        f"Atrium is serving http://{host}:{args.port}/graphql (GraphiQL in a browser){workers}; "
-        "Ctrl+C stops it",
+        f"Atrium is serving the console at http://{host}:{args.port}/ and the API at "
+        f"/graphql{workers}; Ctrl+C stops it",
         flush=True,
     )
     if args.workers == 1:

@@ -134,7 +134,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     # PostgreSQL's start-up steps or uvicorn's banner.
     plain = [line for line in lines if not line.startswith("{")]
     assert plain == [
-        f"Atrium is serving http://127.0.0.1:{port}/graphql (GraphiQL in a browser); "
+        f"Atrium is serving the console at http://127.0.0.1:{port}/ and the API at /graphql; "
         "Ctrl+C stops it"
     ], output
     logs = [orjson.loads(line) for line in lines if line.startswith("{")]

@@ -4,6 +4,7 @@ shifts since the page started."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -41,6 +42,7 @@ document.addEventListener('readystatechange', () => {
 class Recorded:
     requests: list[Request] = field(default_factory=list)
     errors: list[str] = field(default_factory=list)
+    in_flight: set[Request] = field(default_factory=set)
 
     def graphql(self) -> list[Request]:
         return [r for r in self.requests if urlsplit(r.url).path == "/graphql"]
@@ -49,6 +51,7 @@ class Recorded:
         return [urlsplit(r.url).path for r in self.requests if "/assets/" in r.url]
 
     def clear(self) -> None:
+        """Forget what happened so far (requests still in flight stay counted as such)."""
         self.requests.clear()
         self.errors.clear()
 
@@ -68,14 +71,16 @@ class ConsolePage:
     served: Served
 
     async def open(self, path: str, *, rendered: bool = True) -> None:
-        """Load a page until the network is idle and, with JavaScript, React has rendered."""
+        """Load a page until, with JavaScript, React has rendered, and the network is quiet."""
         self.recorded.clear()
-        response = await self.page.goto(self.served.url(path), wait_until="networkidle")
+        response = await self.page.goto(self.served.url(path), wait_until="load")
         assert response is not None and response.status == 200, (
             f"GET {path}: {response and response.status}\n{self.served.log_text()[-3000:]}"
         )
         if rendered:
             await self.react_rendered()
+        else:
+            await self.quiet()
 
     async def react_rendered(self) -> None:
         try:
@@ -85,7 +90,21 @@ class ConsolePage:
                 f"React never rendered into #root of {self.page.url}; errors:"
                 f" {self.recorded.errors}"
             ) from exc
-        await self.page.wait_for_load_state("networkidle")
+        await self.quiet()
+
+    async def quiet(self, quiet_for: float = 0.3, within: float = 10.0) -> None:
+        """Wait until no request has been in flight for `quiet_for` seconds. (Playwright's
+        "networkidle" is a state of the document's load: a client-side navigation never
+        resets it.)"""
+        loop = asyncio.get_running_loop()
+        deadline, idle_since = loop.time() + within, loop.time()
+        while loop.time() - idle_since < quiet_for:
+            if self.recorded.in_flight:
+                idle_since = loop.time()
+            assert loop.time() < deadline, (
+                f"still loading after {within} s: {[describe(r) for r in self.recorded.in_flight]}"
+            )
+            await asyncio.sleep(0.05)
 
     async def probe(self) -> dict[str, Any]:
         # Two frames after React's render, so shifts it caused are reported.
@@ -121,6 +140,8 @@ async def console_page(
         extra_http_headers={"X-Forwarded-User": user} if user else None,
         viewport={"width": 1280, "height": 900},
     )
+    # A missing element fails in seconds, not Playwright's 30.
+    context.set_default_timeout(10_000)
     try:
         if demo_user:
             await context.add_cookies(
@@ -133,15 +154,23 @@ async def console_page(
 
 async def _instrumented(page: Page, served: Served) -> ConsolePage:
     recorded = Recorded()
-    page.on("request", lambda r: recorded.requests.append(r))
+    page.on("request", lambda r: _sent(recorded, r))
+    page.on("requestfinished", lambda r: recorded.in_flight.discard(r))
     page.on("console", lambda m: _console_error(recorded, m))
     page.on("pageerror", lambda e: recorded.errors.append(f"uncaught: {e}"))
-    page.on(
-        "requestfailed",
-        lambda r: recorded.errors.append(f"failed: {r.method} {r.url} {r.failure}"),
-    )
+    page.on("requestfailed", lambda r: _failed(recorded, r))
     await page.add_init_script(PROBE)
     return ConsolePage(page, recorded, served)
+
+
+def _sent(recorded: Recorded, request: Request) -> None:
+    recorded.requests.append(request)
+    recorded.in_flight.add(request)
+
+
+def _failed(recorded: Recorded, request: Request) -> None:
+    recorded.in_flight.discard(request)
+    recorded.errors.append(f"failed: {request.method} {request.url} {request.failure}")
 
 
 def _console_error(recorded: Recorded, message: ConsoleMessage) -> None:

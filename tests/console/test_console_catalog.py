@@ -7,7 +7,7 @@ import re
 
 from playwright.async_api import Browser, Locator, expect
 
-from tests.console.browser import ConsolePage, console_page, describe
+from tests.console.browser import ConsolePage, console_page
 from tests.console.demo import OWNER, TEAM
 from tests.console.server import Served
 from tests.console.test_console_navigation import persisted_get
@@ -34,21 +34,24 @@ async def test_home_shows_the_viewers_teams_and_suggests_as_they_type(
         ).to_be_visible()
         page.recorded.clear()
         await search_box(page).first.fill("chekout")  # misspelt: trigram similarity finds it
-        suggestion = page.page.get_by_role("option", name=re.compile("checkout", re.IGNORECASE))
+        suggestion = page.page.get_by_role(
+            "option", name=re.compile(r"component:default\/checkout$")
+        )
         await expect(suggestion.first).to_be_visible()
         asked = page.recorded.graphql()
         assert asked, "suggestions came without asking /graphql"
         for request in asked:
             persisted_get(request)
         await suggestion.first.click()
-        await page.page.wait_for_url(f"**{ENTITY_PATH}")
+        await expect(page.page).to_have_url(served.url(ENTITY_PATH))
         assert not page.recorded.errors, page.recorded.errors
 
 
 async def rows(page: ConsolePage) -> list[str]:
     """The entity links of the catalog's list, in order."""
     hrefs: list[str] = await page.page.eval_on_selector_all(
-        "#root main a[href^='/catalog/']", "(links) => links.map((a) => a.getAttribute('href'))"
+        "#root main section li a[href^='/catalog/']",
+        "(links) => links.map((a) => a.getAttribute('href'))",
     )
     return hrefs
 
@@ -56,21 +59,31 @@ async def rows(page: ConsolePage) -> list[str]:
 async def test_catalog_facets_filter_and_pages_page(browser: Browser, served: Served) -> None:
     async with console_page(browser, served) as page:
         await page.open("/catalog")
+        results = page.page.locator("#results")
+        await expect(results).to_have_text(re.compile(r"^\d+ entities$"))
         first_page = await rows(page)
         assert len(first_page) >= 10, first_page
-        # A facet: the kind Component, with its count.
-        facet = page.page.get_by_role("checkbox", name=re.compile(r"^component", re.IGNORECASE))
+        # A facet: the kind Component, with its count; checked, the list holds that many.
+        facet = page.page.get_by_role("checkbox", name=re.compile(r"^Component \(\d+\)$"))
+        label = await page.page.locator(
+            f"label[for='{await facet.get_attribute('id')}']"
+        ).inner_text()
+        count = int(re.findall(r"\((\d+)\)", label)[0])
         page.recorded.clear()
-        await facet.first.click()
-        await page.page.wait_for_load_state("networkidle")
+        await facet.check()
+        await expect(results).to_have_text(f"{count} entities")
+        assert "kind=Component" in page.page.url, page.page.url
         filtered = await rows(page)
         assert filtered and all("/component/" in href for href in filtered), filtered
-        # The next page: other entities.
-        await page.page.get_by_role("button", name=re.compile("next", re.IGNORECASE)).click()
-        await page.page.wait_for_load_state("networkidle")
+        # The next page: more components, none of the first page's.
+        await page.page.get_by_role("button", name="Next").click()
+        await expect(page.page.locator("#root main section li a").first).not_to_have_attribute(
+            "href", filtered[0]
+        )
         second = await rows(page)
+        assert all("/component/" in href for href in second), second
         assert second and not set(second) & set(filtered), (filtered, second)
+        assert page.recorded.graphql(), "filtering and paging asked nothing"
         for request in page.recorded.graphql():
-            assert request.method == "GET", describe(request)
             persisted_get(request)
         assert not page.recorded.errors, page.recorded.errors

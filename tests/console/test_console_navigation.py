@@ -9,7 +9,7 @@ import json
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
-from playwright.async_api import Browser, Request
+from playwright.async_api import Browser, Request, expect
 
 from tests.console.browser import ConsolePage, console_page, describe
 from tests.console.server import WEB_DIST, Served
@@ -47,8 +47,8 @@ async def follow_owner_link(page: ConsolePage) -> list[Request]:
     await page.open(ENTITY_PATH)
     page.recorded.clear()
     await page.page.locator(f'#root a[href="{TEAM_PATH}"]').first.click()
-    await page.page.wait_for_url(f"**{TEAM_PATH}")
-    await page.page.wait_for_load_state("networkidle")
+    await expect(page.page).to_have_url(page.served.url(TEAM_PATH))
+    await page.quiet()
     await assert_shows(page, "checkout-team", TEAM_SHOWS)
     assert not page.recorded.errors, page.recorded.errors
     return page.recorded.graphql()

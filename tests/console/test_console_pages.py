@@ -4,6 +4,7 @@ shows them alone."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -49,11 +50,19 @@ async def visible_links(page: ConsolePage) -> set[str]:
 
 
 async def assert_shows(page: ConsolePage, heading: str, shows: dict[str, list[str]]) -> None:
-    text = await page.text()
+    """The page shows `heading` and links to every entity of `shows`, within 5 s (a client-side
+    navigation renders when its chunk and answers arrive)."""
+    deadline = asyncio.get_running_loop().time() + 5
+    while True:
+        text, links = await page.text(), await visible_links(page)
+        missing = {what: [h for h in hrefs if h not in links] for what, hrefs in shows.items()}
+        missing = {what: hrefs for what, hrefs in missing.items() if hrefs}
+        if heading.lower() in text.lower() and not missing:
+            return
+        if asyncio.get_running_loop().time() > deadline:
+            break
+        await asyncio.sleep(0.1)
     assert heading.lower() in text.lower(), f"{heading!r} is not on {page.page.url}:\n{text[:800]}"
-    links = await visible_links(page)
-    missing = {what: [h for h in hrefs if h not in links] for what, hrefs in shows.items()}
-    missing = {what: hrefs for what, hrefs in missing.items() if hrefs}
     assert not missing, f"{page.page.url} lacks links to {missing}; it has {sorted(links)}"
 
 

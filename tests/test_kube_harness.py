@@ -16,7 +16,8 @@ from kubernetes_asyncio import client, watch
 from kubernetes_asyncio.client import ApiClient
 from kubernetes_asyncio.client.exceptions import ApiException
 
-from tests.kube import GROUP, VERSION, Cluster, api_clients, kubeconfig, start_clusters
+from plugins.pincompute.emulator import GROUP, VERSION
+from tests.kube import Cluster, api_clients, kubeconfig, start_clusters
 
 T = TypeVar("T")
 NS = "apps"

@@ -9,13 +9,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser
+from playwright.async_api import Browser, expect
 
-from tests.console.browser import ConsolePage, console_page
+from tests.console.browser import ConsolePage, console_page, describe
 from tests.console.demo import OWNER
 from tests.console.server import Served, atrium_serve, demo_database
 from tests.console.test_console_navigation import build, follow_owner_link, persisted_get
 from tests.console.test_console_pages import ENTITY_PATH, ENTITY_SHOWS, assert_shows
+from tests.console.test_console_workloads import WORKLOAD_PATH
 from tests.kube import Cluster
 
 UNTRUSTED = 'query Untrusted { entity(ref: "component:default/checkout") { ref } }'
@@ -104,3 +105,20 @@ async def test_the_demo_cookie_is_ignored_in_production(
     config, results = await page_data(served)
     assert config.get("mode") == "development", config
     assert viewer(results)["ref"] == f"user:default/{OWNER}", viewer(results)
+
+
+@pytest.mark.parametrize(
+    ("path", "shows"),
+    [("/", "Welcome, Amelia Chen"), ("/catalog", "190 entities"), (WORKLOAD_PATH, "Replicas")],
+)
+async def test_every_page_works_in_production(
+    browser: Browser, production: Served, path: str, shows: str
+) -> None:
+    async with console_page(browser, production, user=OWNER) as page:
+        await page.open(path)
+        await expect(page.page.locator("#root main")).to_contain_text(shows)
+        assert not page.recorded.errors, page.recorded.errors
+        for request in page.recorded.graphql():
+            response = await request.response()
+            assert response is not None and response.status == 200, describe(request)
+            assert "errors" not in await response.json(), describe(request)

@@ -29,6 +29,7 @@ from graph.input_guard import InputGuard, LiteralChecks
 from graph.limits import CostLimit
 from graph.plugin import (
     BackgroundJob,
+    Demo,
     GaugeSource,
     Lifespan,
     Plugin,
@@ -55,6 +56,7 @@ class Assembly:
     jobs: list[BackgroundJob] = field(default_factory=list)
     gauges: list[GaugeSource] = field(default_factory=list)
     lifespans: list[tuple[str, Lifespan]] = field(default_factory=list)
+    demos: list[tuple[str, Demo]] = field(default_factory=list)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -120,6 +122,7 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         assembly.jobs += contribution.jobs
         assembly.gauges += contribution.gauges
         assembly.lifespans += [(plugin.id, factory) for factory in contribution.lifespans]
+        assembly.demos += [(plugin.id, start) for start in contribution.demos]
 
     if not roots["Query"]:
         raise PluginConflict("no plugin contributes a query field; the schema would be empty")

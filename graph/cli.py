@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import logging
 import os
 import signal
@@ -156,14 +157,37 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    url = asyncio.run(prepare(settings, demo=args.demo, quiet=True))
+    # Workers connect to the same database; an embedded one stays up as long as this process.
+    os.environ["ATRIUM_DATABASE_URL"] = url
+    with contextlib.ExitStack() as demos:
+        if args.demo:
+            _start_demos(settings, demos)
+        return _run_server(settings, args)
+
+
+def _start_demos(settings: Settings, stack: contextlib.ExitStack) -> None:
+    """What plugins add to the demo (PinCompute's emulated cluster), around the server and all
+    its workers; development only."""
+    if settings.production:
+        log.warning("--demo adds no demo backends in production mode")
+        return
+    from graph.assembly import assemble, core_plugins, discover_plugins
+    from graph.cli_db import DEMO_PATH
+
+    assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
+    for plugin_id, start in assembly.demos:
+        env = stack.enter_context(start(DEMO_PATH, settings.data_dir))
+        log.info("demo started", extra={"plugin": plugin_id, "settings": sorted(env)})
+        os.environ.update(env)
+
+
+def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     import uvicorn
     from uvicorn.supervisors import Multiprocess
 
     from graph.logs import flush_logs
 
-    url = asyncio.run(prepare(settings, demo=args.demo, quiet=True))
-    # Workers connect to the same database; an embedded one stays up as long as this process.
-    os.environ["ATRIUM_DATABASE_URL"] = url
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
     # the default handler lets exit hooks run, and so stops an embedded PostgreSQL we started.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))

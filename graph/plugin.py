@@ -28,7 +28,7 @@ so no text can make a server error.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from contextlib import AbstractAsyncContextManager
+from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol, TypeAlias, runtime_checkable
@@ -58,6 +58,7 @@ __all__ = [
     "CacheScope",
     "Context",
     "DataLoader",
+    "Demo",
     "Entity",
     "EntityOwner",
     "GaugeSource",
@@ -83,6 +84,8 @@ __all__ = [
 ]
 
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
+# (demo catalog folder, data directory) → a context yielding environment variables.
+Demo: TypeAlias = Callable[[Path, Path], AbstractContextManager[dict[str, str]]]
 
 
 class UserError(GraphQLError):
@@ -139,6 +142,7 @@ class _Contribution:
     migrations: Path | None = None
     jobs: list[BackgroundJob] = field(default_factory=list)
     gauges: list[GaugeSource] = field(default_factory=list)
+    demos: list[Demo] = field(default_factory=list)
 
 
 class PluginBuilder:
@@ -200,6 +204,13 @@ class PluginBuilder:
     def migrations(self, directory: Path) -> None:
         """A folder of ``NNNN_name.sql`` files, numbered independently of other plugins'."""
         self.contribution.migrations = directory
+
+    def demo(self, start: Demo) -> None:
+        """What the plugin adds to ``atrium serve --demo`` (development only): a context
+        manager given the demo catalog's folder and the data directory, run in the serving
+        process around the server (all its workers), yielding settings (``ATRIUM_*``
+        environment variables) for the server, e.g. a demo backend's URL."""
+        self.contribution.demos.append(start)
 
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
         self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))

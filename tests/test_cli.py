@@ -8,8 +8,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import orjson
 import pytest
+import yaml
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -97,8 +99,6 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     """What `make run` does: no database configured, an embedded one under ./.atrium."""
     import time
 
-    import httpx
-
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     process = subprocess.Popen(
@@ -126,6 +126,20 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         assert entity["owner"]["ref"] == "group:default/checkout-team"
         assert entity["dependencies"] and entity["providesApis"]
         assert (tmp_path / ".atrium" / "pgdata" / "PG_VERSION").exists()
+        # The demo's emulated cluster, with a workload for each of the demo's services.
+        workloads = "{ clusters { name synced healthy } pinApps(first: 1) { totalCount } }"
+        while True:
+            answer = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": workloads})
+            data = answer.json()["data"]
+            if data["clusters"] and data["clusters"][0]["synced"]:
+                break
+            assert time.monotonic() < deadline, data
+            time.sleep(0.2)
+        assert data["clusters"] == [{"name": "demo (emulated)", "synced": True, "healthy": True}]
+        assert data["pinApps"]["totalCount"] > 20
+        kubeconfig = yaml.safe_load((tmp_path / ".atrium" / "demo-kubeconfig.yaml").read_text())
+        cluster_url = kubeconfig["clusters"][0]["cluster"]["server"]
+        assert httpx.get(f"{cluster_url}/api/v1/pods").status_code == 200
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0]
@@ -142,8 +156,10 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     loaded = [entry for entry in logs if entry["message"] == "demo organisation loaded"]
     assert loaded and loaded[0]["entities"] == 190
     assert len(lines) < 15, output
-    # Stopping the server stops the embedded PostgreSQL it started.
+    # Stopping the server stops the embedded PostgreSQL it started, and the demo's cluster.
     assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()
+    with pytest.raises(httpx.TransportError):
+        httpx.get(f"{cluster_url}/api/v1/pods")
 
 
 def test_persisted_load_trusts_a_manifest_that_fits_the_schema(

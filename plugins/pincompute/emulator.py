@@ -237,8 +237,9 @@ class PodLog:
     (as when the container exits). Reading without follow returns what was written so far.
     """
 
-    def __init__(self, text: str = "", *, finished: bool = False) -> None:
-        self._chunks: list[bytes] = []
+    def __init__(self, text: str = "", *, finished: bool = False, keep: int | None = None) -> None:
+        # The last `keep` writes (all when None): a log that runs for hours stays bounded.
+        self._chunks: collections.deque[bytes] = collections.deque(maxlen=keep)
         self._followers: set[asyncio.Queue[bytes | None]] = set()
         self.finished = False
         if text:

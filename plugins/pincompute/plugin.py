@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +48,18 @@ class PinComputePlugin:
             _health,
         )
         builder.gauge("compute_objects", "Objects in the informers' stores", ("kind",), _objects)
+
+        @contextlib.contextmanager
+        def demo(catalog: Path, data_dir: Path) -> Iterator[dict[str, str]]:
+            if settings.kubeconfig or settings.clusters:
+                yield {}  # real clusters are configured: the demo shows them
+                return
+            from plugins.pincompute.demo import demo_cluster
+
+            with demo_cluster(catalog, data_dir / "demo-kubeconfig.yaml") as kubeconfig:
+                yield {"ATRIUM_KUBECONFIG": kubeconfig}
+
+        builder.demo(demo)
 
 
 def _namespace_loader(kind: str) -> Any:

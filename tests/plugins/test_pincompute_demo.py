@@ -1,0 +1,62 @@
+"""The demo's cluster (atrium serve --demo): PinApps for the demo's services, valid against the
+CRDs, watched by PinCompute like any cluster, and a controller that moves their status when an
+owner scales one. (tests/test_cli.py runs it under `atrium serve --demo` itself.)"""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+from plugins.pincompute import PinComputePlugin
+from plugins.pincompute.demo import CLUSTER, demo_cluster, demo_workloads
+from plugins.pincompute.settings import ComputeSettings
+from plugins.pincompute.validation import validate_body
+from sources.catalog.documents import read_paths
+from sources.catalog.store import apply_batch
+from tests.conftest import EXAMPLES, AppFactory
+
+APP = '{ pinApp(cluster: "demo (emulated)", namespace: "checkout", name: "checkout") { replicas readyReplicas pods { name } scaler { minReplicas } } }'
+SCALE = 'mutation($r: Int) { scaleWorkload(cluster: "demo (emulated)", namespace: "checkout", name: "checkout", replicas: $r) { id } }'
+
+
+def test_the_demo_workloads_are_valid_and_belong_to_the_demos_services() -> None:
+    objects = demo_workloads(EXAMPLES)
+    apps = [o for o in objects if o["kind"] == "PinApp"]
+    assert len(apps) > 20 and any(o["kind"] == "PinScaler" for o in objects)
+    for obj in objects:
+        validate_body(obj["kind"], obj)
+    refs = {a["metadata"]["annotations"]["atrium.dev/entity-ref"] for a in apps}
+    assert "component:default/checkout" in refs
+
+
+async def test_an_owner_scales_a_demo_workload_and_the_cluster_follows(
+    make_client: AppFactory, tmp_path: Path
+) -> None:
+    with demo_cluster(EXAMPLES, tmp_path / "kubeconfig.yaml") as kubeconfig:
+        compute = ComputeSettings(kubeconfig=kubeconfig, compute_pod_cache_seconds=0)
+        client = await make_client(plugins=[PinComputePlugin(compute)])
+        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        for _ in range(100):
+            clusters = (await client.gql("{ clusters { name synced } }"))["data"]["clusters"]
+            if clusters == [{"name": CLUSTER, "synced": True}]:
+                break
+            await asyncio.sleep(0.1)
+        assert clusters == [{"name": CLUSTER, "synced": True}]
+
+        refused = await client.gql(SCALE, {"r": 6}, user="marcus.johnson", expect_errors=True)
+        assert refused["errors"][0]["extensions"]["code"] == "FORBIDDEN"
+        await client.gql(SCALE, {"r": 6}, user="amelia.chen")  # checkout-team owns checkout
+        for _ in range(150):
+            app = (await client.gql(APP))["data"]["pinApp"]
+            if app["readyReplicas"] == 6 and len(app["pods"]) == 6:
+                break
+            await asyncio.sleep(0.1)
+        assert (app["replicas"], app["readyReplicas"], len(app["pods"])) == (6, 6, 6), app
+        assert app["scaler"]["minReplicas"] == 6
+        # The pods write as they run.
+        pod = app["pods"][0]["name"]
+        logs = '{ podLogs(cluster: "demo (emulated)", namespace: "checkout", pod: "%s") { text } }'
+        first = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
+        await asyncio.sleep(3)
+        later = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
+        assert "started" in first[0] and len(later) > len(first), (first, later)

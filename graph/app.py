@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.http_output import vary_header
 from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
@@ -65,6 +66,7 @@ def create_app(
         persisted=PersistedQueries(enabled=settings.apq, trusted_only=settings.production),
     )
     services.metrics.add_gauges(assembly.gauges)
+    services.vary = vary_header(settings)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:

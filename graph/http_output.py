@@ -19,6 +19,7 @@ from strawberry.types.execution import PreExecutionError
 
 from graph.errors import format_error
 from graph.http_input import JSON, HTTPError
+from graph.settings import Settings
 from graph.types import Send
 
 __all__ = [
@@ -43,7 +44,6 @@ INTERNAL_ERROR: Final = {
         {"message": "Internal server error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}
     ]
 }
-_VARY: Final = (b"vary", b"Accept, Authorization")
 
 
 @dataclass(slots=True)
@@ -82,11 +82,21 @@ def error_outcome(exc: HTTPError) -> Outcome:
     return Outcome(exc.status, encode_json(body), headers=headers)
 
 
-def cache_headers(max_age: int, shared: bool, age: int = 0) -> Headers:
+def vary_header(settings: Settings) -> tuple[bytes, bytes]:
+    """What a cacheable answer varies with: the media type, and whatever says who is asking
+    (a token, the trusted proxy's user header, and in development the demo user's cookie), so
+    a browser never shows one person's private answer to the next."""
+    names = ["Accept", "Authorization", settings.user_header]
+    if not settings.production:
+        names.append("Cookie")
+    return (b"vary", ", ".join(names).encode("latin-1"))
+
+
+def cache_headers(max_age: int, shared: bool, vary: tuple[bytes, bytes], age: int = 0) -> Headers:
     """``Cache-Control`` of an error-free GET answer; ``Age`` when it comes from a cache."""
     headers = [
         (b"cache-control", b"max-age=%d, %s" % (max_age, b"public" if shared else b"private")),
-        _VARY,
+        vary,
     ]
     if age:
         headers.append((b"age", b"%d" % age))

@@ -42,6 +42,7 @@ class Services:
     get_operations: GetOperations = field(default_factory=GetOperations)
     # The console's build (ssr.console.Console), loaded by the lifespan when there is one.
     console: Any = None
+    vary: tuple[bytes, bytes] = (b"vary", b"Accept, Authorization")  # set by create_app
 
     @property
     def database(self) -> Database:

@@ -225,7 +225,9 @@ class _Exchange:
         outcome.policy = (answer.max_age, answer.private)
         if self.get:
             outcome.etag = answer.etag.encode("latin-1")
-            outcome.headers += cache_headers(answer.max_age, self._shared(answer.private))
+            outcome.headers += cache_headers(
+                answer.max_age, self._shared(answer.private), self.services.vary
+            )
         if keys is not None and responses is not None:
             await responses.put(keys[1] if policy.private else keys[0], answer, context.tags, since)
         return outcome
@@ -238,7 +240,9 @@ class _Exchange:
             200,
             answer.body,
             label,
-            cache_headers(answer.max_age, self._shared(answer.private), answer.age),
+            cache_headers(
+                answer.max_age, self._shared(answer.private), self.services.vary, answer.age
+            ),
             answer.etag.encode("latin-1"),
             policy,
         )

@@ -149,7 +149,7 @@ async def _page(
         "content-security-policy": CONTENT_SECURITY_POLICY,
         "x-content-type-options": "nosniff",
         "referrer-policy": "same-origin",
-        "vary": f"Cookie, Authorization, {services.settings.user_header}",
+        "vary": services.vary[1].decode("latin-1"),
     }
     etag = None
     if found and len(kept) == len(answers):

@@ -260,7 +260,7 @@ def test_a_new_page_load_is_one_get_answered_from_the_response_cache(
         assert headers["content-type"].startswith("application/graphql-response+json")
         assert headers["cache-control"] == "max-age=60, public"
         assert headers["etag"].startswith('"') and headers["etag"].endswith('"')
-        assert headers["vary"] == "Accept, Authorization"
+        assert headers["vary"] == "Accept, Authorization, X-Forwarded-User, Cookie"
         assert "errors" not in hit["responseBody"]
         # Answered from the response cache: one more hit there, nothing else.
         counters = apollo["results"]["counters"]

@@ -153,7 +153,9 @@ async def test_get_answers_carry_cache_control_and_an_etag(demo_client: Client) 
     assert headers["cache-control"] == "max-age=60, public"
     etag = headers["etag"]
     assert etag.startswith('"') and len(etag) == 34
-    assert "Accept" in headers["vary"]
+    # Whatever names the viewer: a browser must not show one person's answer to the next
+    # (in development the demo user's cookie names them too).
+    assert headers["vary"] == "Accept, Authorization, X-Forwarded-User, Cookie"
 
     again = await demo_client.persisted_get(PAGE, variables, {"If-None-Match": etag})
     assert again.status_code == 304 and again.content == b""
@@ -197,3 +199,11 @@ async def test_without_anonymous_reading_answers_are_private_to_http_caches(
         '{ entity(ref: "component:x") { ref } }', headers={"X-Forwarded-User": "ada"}
     )
     assert response.headers["cache-control"] == "max-age=60, private"
+
+
+def test_production_answers_do_not_vary_with_cookies() -> None:
+    from graph.http_output import vary_header
+    from graph.settings import Settings
+
+    production = Settings(mode="production", user_header="X-Auth-User")
+    assert vary_header(production) == (b"vary", b"Accept, Authorization, X-Auth-User")

@@ -32,7 +32,9 @@ async def served(client: Client) -> AsyncIterator[aiohttp.ClientWebSocketRespons
     )
     serving = asyncio.create_task(server.serve())
     try:
-        while not server.started:
+        for _ in range(500):  # uvicorn says it has started by a flag, not an event
+            if server.started:
+                break
             await asyncio.sleep(0.01)
         async with (
             aiohttp.ClientSession() as session,

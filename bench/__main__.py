@@ -1,5 +1,5 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving] [--users N] [--pinapps N]``."""
+[--only catalog|ldap|compute|serving|console] [--users N] [--pinapps N]``."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ import asyncio
 import sys
 
 from bench.compute import run_compute
+from bench.console import run_console
 from bench.database import admin_url
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
@@ -37,8 +38,8 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("catalog", "ldap", "compute", "serving"),
-        help="run the catalog, the LDAP, the compute or the serving scenarios only",
+        choices=("catalog", "ldap", "compute", "serving", "console"),
+        help="run the catalog, the LDAP, the compute, the serving or the console scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -78,6 +79,8 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
         if args.only in (None, "serving"):
             asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
+        if args.only in (None, "console"):
+            asyncio.run(run_console(quick=args.quick, rounds=args.rounds))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -46,6 +46,9 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "persisted GET, cold",
         "hot path of the cached persisted GET",
         "count and log: metrics, access log line",
+        "throttled (CPU 4x, Slow 4G), server-rendered",
+        "name painted sooner with SSR",
+        "page, from the page cache",
     ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

@@ -1,0 +1,211 @@
+"""``make bench --only console``: the server-rendered entity page against the same page rendered
+by the client alone (``ATRIUM_SSR=false``), in a real Chromium, and the page's server time.
+
+Paint: first contentful paint and when the entity's name is painted (the Element Timing API:
+``h1[elementtiming=entity-name]`` in both the server's HTML and React's render, so the time is
+the browser's own paint of that text), median of several loads, each in a fresh browser
+context (no HTTP cache), SSR and client-only alternating, unthrottled and throttled through
+the DevTools protocol (the CPU 4 times slower; the network as DevTools' "Slow 4G": 150 ms latency,
+1.6 Mbit/s down, 750 kbit/s up). Server time: the page rendered with nothing cached, from the
+page cache, and revalidated (304), against the API's own answer for the page's data (a
+persisted GET of EntityPage) uncached and from the response cache, in process, median of many.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from bench.database import scratch_database
+from bench.serving_procs import Server, running_servers
+from graph.app import create_app
+from graph.settings import Settings
+
+__all__ = ["run_console"]
+
+ROOT = Path(__file__).resolve().parent.parent
+WEB_DIST = ROOT / "web" / "dist"
+EXAMPLES = ROOT / "examples"
+CHROMIUM = "/usr/bin/chromium"
+PATH = "/catalog/default/component/checkout"
+NAME = "Checkout Service"
+GOAL = 2.0  # the SSR page paints the name at least this many times sooner, throttled
+SLOW_4G = {
+    "offline": False,
+    "latency": 150,
+    "downloadThroughput": 1_600_000 / 8,
+    "uploadThroughput": 750_000 / 8,
+}
+
+# Before any of the page's scripts: collects paints and the name's Element Timing entry.
+PROBE = (
+    f"const NAME = {json.dumps(NAME)};"
+    + """
+window.__paint = {fcp: null, name: null};
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    if (e.name === 'first-contentful-paint') window.__paint.fcp = e.startTime;
+  }
+}).observe({type: 'paint', buffered: true});
+new PerformanceObserver((list) => {
+  for (const e of list.getEntries()) {
+    if (e.identifier === 'entity-name' && e.element && e.element.textContent.includes(NAME)) {
+      const t = e.renderTime || e.loadTime;
+      if (window.__paint.name === null || t < window.__paint.name) window.__paint.name = t;
+    }
+  }
+}).observe({type: 'element', buffered: true});
+"""
+)
+
+
+async def run_console(*, quick: bool, rounds: int | None = None) -> None:
+    """``rounds``: page loads per target and throttling (default 7, 3 with ``quick``)."""
+    from playwright.async_api import async_playwright
+
+    if not (WEB_DIST / ".vite" / "manifest.json").is_file():
+        raise SystemExit("console: the console is not built: run `make web` first")
+    started = time.perf_counter()
+    loads = rounds or (3 if quick else 7)
+    async with scratch_database() as scratch:
+        print(f"\nconsole: scratch database {scratch.name} on the {scratch.server}")
+        await _load_demo(scratch.url)
+        server_times = await _server_times(scratch.url, calls=100 if loads < 5 else 400)
+        base = {"database_url": scratch.url, "web_dir": str(WEB_DIST), "log_level": "WARNING"}
+        async with running_servers() as servers, async_playwright() as p:
+            ssr = await servers.start("ssr", "atrium", json.dumps(base))
+            client = await servers.start("client", "atrium", json.dumps({**base, "ssr": False}))
+            browser = await p.chromium.launch(executable_path=CHROMIUM)
+            try:
+                paints: dict[tuple[str, bool], list[dict[str, float]]] = {}
+                for throttled in (False, True):
+                    for _ in range(loads):
+                        for server in (ssr, client):
+                            paint = await _load(browser, server, throttled)
+                            paints.setdefault((server.name, throttled), []).append(paint)
+            finally:
+                await browser.close()
+    _print_paints(paints, loads)
+    _print_server_times(server_times)
+    print(
+        f"\nconsole took {time.perf_counter() - started:.0f} s; servers stopped, database dropped"
+    )
+
+
+async def _load_demo(url: str) -> None:
+    from sources.catalog.documents import read_paths
+    from sources.catalog.store import apply_batch
+
+    app = create_app(Settings(database_url=url, web_dir=WEB_DIST), plugins=[])
+    async with app.router.lifespan_context(app):  # applies the migrations
+        result = await apply_batch(app.state.services.database, read_paths([EXAMPLES]))
+        assert not result.errors, result.errors
+
+
+async def _load(browser: Any, server: Server, throttled: bool) -> dict[str, float]:
+    context = await browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = await context.new_page()
+        await page.add_init_script(PROBE)
+        if throttled:
+            cdp = await context.new_cdp_session(page)
+            await cdp.send("Emulation.setCPUThrottlingRate", {"rate": 4})
+            await cdp.send("Network.enable")
+            await cdp.send("Network.emulateNetworkConditions", SLOW_4G)
+        await page.goto(f"http://127.0.0.1:{server.port}{PATH}", wait_until="load")
+        await page.wait_for_function(
+            "window.__paint.fcp !== null && window.__paint.name !== null", timeout=60_000
+        )
+        paint: dict[str, float] = await page.evaluate("() => window.__paint")
+        return paint
+    finally:
+        await context.close()
+
+
+async def _server_times(url: str, *, calls: int) -> dict[str, float]:
+    """Median µs per request, in process (httpx over ASGI)."""
+    from graph.persisted import read_manifest
+
+    app = create_app(Settings(database_url=url, web_dir=WEB_DIST), plugins=[])
+    documents = read_manifest(WEB_DIST / "persisted-query-manifest.json")
+    digest = next(d for d, _, name in documents if name == "EntityPage")
+    api = {
+        "operationName": "EntityPage",
+        "variables": json.dumps({"ref": "component:default/checkout"}),
+        "extensions": json.dumps({"persistedQuery": {"version": 1, "sha256Hash": digest}}),
+    }
+    headers = {"content-type": "application/json"}
+    async with app.router.lifespan_context(app):
+        services = app.state.services
+        transport = httpx.ASGITransport(app=app)
+        async with httpx.AsyncClient(transport=transport, base_url="http://bench") as http:
+
+            def forget() -> None:
+                services.responses.clear_local()
+                services.console.pages = type(services.console.pages)(max_bytes=16 * 2**20)
+
+            etag = (await http.get(PATH)).headers["etag"]
+
+            async def timed(request: Any, before: Any = None) -> float:
+                samples = []
+                for _ in range(calls):
+                    if before is not None:
+                        before()
+                    t = time.perf_counter()
+                    response = await request()
+                    samples.append(time.perf_counter() - t)
+                    assert response.status_code in (200, 304), response.text[:300]
+                return statistics.median(samples) * 1e6
+
+            return {
+                "page, nothing cached": await timed(lambda: http.get(PATH), forget),
+                "page, from the page cache": await timed(lambda: http.get(PATH)),
+                "page, revalidated (304)": await timed(
+                    lambda: http.get(PATH, headers={"if-none-match": etag})
+                ),
+                "API: EntityPage by GET, uncached": await timed(
+                    lambda: http.get("/graphql", params=api, headers=headers), forget
+                ),
+                "API: EntityPage by GET, response cache": await timed(
+                    lambda: http.get("/graphql", params=api, headers=headers)
+                ),
+            }
+
+
+def _print_paints(paints: dict[tuple[str, bool], list[dict[str, float]]], loads: int) -> None:
+    print(
+        f"\nthe entity page {PATH} in Chromium, median of {loads} loads each, fresh context "
+        "(no HTTP cache), SSR and client-only alternating"
+    )
+    print(f"{'':34}{'FCP ms':>9}{'name painted ms':>17}")
+    ratios = {}
+    for throttled in (False, True):
+        label = "throttled (CPU 4x, Slow 4G)" if throttled else "unthrottled"
+        medians = {}
+        for name in ("ssr", "client"):
+            runs = paints[(name, throttled)]
+            fcp = statistics.median(r["fcp"] for r in runs)
+            painted = statistics.median(r["name"] for r in runs)
+            medians[name] = painted
+            who = "server-rendered" if name == "ssr" else "client only"
+            print(f"  {label + ', ' + who:32}{fcp:9.0f}{painted:17.0f}")
+        ratios[throttled] = medians["client"] / medians["ssr"]
+        print(f"  name painted sooner with SSR: {ratios[throttled]:.1f}x")
+    verdict = "PASS" if ratios[True] >= GOAL else "MISS"
+    ratio = ratios[True]
+    print(
+        f"target: the name painted >= {GOAL:g}x sooner with SSR, throttled: {ratio:.1f}x, {verdict}"
+    )
+
+
+def _print_server_times(times: dict[str, float]) -> None:
+    baseline = times["API: EntityPage by GET, response cache"]
+    print("\nserver time of the page against the API's own answer for its data, in process")
+    print(f"{'':44}{'µs/request':>11}{'vs cached API':>15}")
+    for name, micros in times.items():
+        print(f"  {name:42}{micros:11.0f}{micros / baseline:14.1f}x")

@@ -56,7 +56,8 @@ from bench.scenarios import Check, Scenario
 from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
-from plugins.pincompute import PinComputePlugin
+from plugins.pincompute import PinComputePlugin, emulator
+from plugins.pincompute.emulator import Resource
 from plugins.pincompute.settings import ComputeSettings
 from sources.catalog.documents import ParsedBatch
 from sources.catalog.model import validate_entity
@@ -64,15 +65,6 @@ from sources.catalog.store import apply_batch
 from sources.db import Database
 
 __all__ = ["run_compute"]
-
-
-class Resource(Protocol):
-    """What is used here of ``tests.kube.Resource``."""
-
-    key: Any  # kmock.resource
-    api_version: str
-    kind: str
-    plural: str
 
 
 class Cluster(Protocol):
@@ -85,8 +77,8 @@ class Cluster(Protocol):
 # Imported by name, not with an import statement: mypy would follow that into the test
 # harness, which is not held to strict mode (`make lint` checks the packages, not tests).
 _kube: Any = importlib.import_module("tests.kube")
-PINAPPS: Final[Resource] = _kube.PINAPPS
-PINSCALERS: Final[Resource] = _kube.PINSCALERS
+PINAPPS: Final = emulator.PINAPPS
+PINSCALERS: Final = emulator.PINSCALERS
 
 
 def start_clusters(*names: str) -> contextlib.AbstractAsyncContextManager[tuple[Cluster, ...]]:

@@ -164,12 +164,12 @@ async def _measure(
             200,
             answer.body,
             operation.label,
-            cache_headers(answer.max_age, True, answer.age),
+            cache_headers(answer.max_age, True, services.vary, answer.age),
             answer.etag.encode("latin-1"),
         )
 
     async def write() -> None:
-        done = Outcome(200, answer.body, "x", cache_headers(60, True), b'"etag"')
+        done = Outcome(200, answer.body, "x", cache_headers(60, True, services.vary), b'"etag"')
         await send_outcome(nowhere, done, media_type, None)
 
     async def record() -> None:

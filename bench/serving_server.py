@@ -58,6 +58,9 @@ def _app(argv: list[str]) -> tuple[Starlette, str]:
         case ["atrium", settings_json]:
             settings = Settings(**orjson.loads(settings_json))
             return create_app(settings, plugins=[]), settings.log_level
+        case ["atrium-with-plugins", settings_json]:  # the bundled plugins, as installed
+            settings = Settings(**orjson.loads(settings_json))
+            return create_app(settings), settings.log_level
         case ["floor", body_file, media_type]:
             return floor_app(Path(body_file).read_bytes(), media_type), FLOOR_LOG_LEVEL
     raise SystemExit(__doc__)

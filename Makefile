@@ -35,7 +35,8 @@ system-test-deps:
 	  apt-get update -q && apt-get install -y -q chromium; \
 	fi
 
-# Node 18 or later (Debian's own when none is installed).
+# Node and npm, Debian's own when none is installed: the console's build (Vite 8) needs Node 20.19 or
+# later (Debian 13 has it); the real-client tests need 18 or later.
 node:
 	@if ! command -v node >/dev/null 2>&1 || ! command -v npm >/dev/null 2>&1; then \
 	  apt-get update -q && apt-get install -y -q nodejs npm; \

@@ -111,19 +111,25 @@ def demo_cluster(catalog: Path, kubeconfig: Path) -> Iterator[str]:
     """Run the demo's cluster while the block runs; yields the kubeconfig's path, written with
     one context, ``demo (emulated)``."""
     ready = threading.Event()
-    stop: list[asyncio.AbstractEventLoop] = []
+    stop: list[tuple[asyncio.AbstractEventLoop, asyncio.Task[None]]] = []
     failure: list[BaseException] = []
     url: list[str] = []
 
     def run() -> None:
         loop = asyncio.new_event_loop()
-        stop.append(loop)
+        task = loop.create_task(_serve(catalog, url, ready))
+        stop.append((loop, task))
         try:
-            loop.run_until_complete(_serve(catalog, url, ready))
+            loop.run_until_complete(task)
         except BaseException as exc:  # reported to the starting thread
             failure.append(exc)
             ready.set()
         finally:
+            # What the server still runs (a watch's handler, say) ends before the loop does.
+            pending = asyncio.all_tasks(loop)
+            for leftover in pending:
+                leftover.cancel()
+            loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
             loop.close()
 
     thread = threading.Thread(target=run, name="demo-cluster", daemon=True)
@@ -149,8 +155,10 @@ def demo_cluster(catalog: Path, kubeconfig: Path) -> Iterator[str]:
     try:
         yield str(kubeconfig)
     finally:
-        loop = stop[0]
-        for task in asyncio.all_tasks(loop):
+        # One cancellation, of the serving task, which stops everything it started; a loop
+        # already closed (the server failed) has nothing left to stop.
+        loop, task = stop[0]
+        with contextlib.suppress(RuntimeError):
             loop.call_soon_threadsafe(task.cancel)
         thread.join(10)
 

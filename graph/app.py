@@ -18,6 +18,7 @@ from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
 from graph.plugin import BackgroundJob, Plugin
+from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
 from graph.types import Receive, Scope, Send
@@ -67,6 +68,7 @@ def create_app(
     )
     services.metrics.add_gauges(assembly.gauges)
     services.vary = vary_header(settings)
+    services.provided = ServiceDirectory(assembly.services, services.extras)
 
     @contextlib.asynccontextmanager
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
@@ -83,6 +85,7 @@ def create_app(
             )
             services.caches.subscribers.append(services.responses)
         services.caches.subscribers.append(services.tokens)
+        services.caches.subscribers.append(services.changes)
         services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
@@ -119,6 +122,10 @@ def create_app(
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
+            *(
+                Route(path, endpoint, methods=list(methods))
+                for path, methods, endpoint in assembly.routes
+            ),
             *console_routes(BuildFiles(settings.console_dir)),
         ],
         lifespan=lifespan,

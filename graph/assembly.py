@@ -30,6 +30,7 @@ from graph.limits import CostLimit
 from graph.plugin import (
     BackgroundJob,
     Demo,
+    Endpoint,
     GaugeSource,
     Lifespan,
     Plugin,
@@ -57,6 +58,10 @@ class Assembly:
     gauges: list[GaugeSource] = field(default_factory=list)
     lifespans: list[tuple[str, Lifespan]] = field(default_factory=list)
     demos: list[tuple[str, Demo]] = field(default_factory=list)
+    # (path, methods, endpoint) of plugins' own HTTP endpoints.
+    routes: list[tuple[str, tuple[str, ...], Endpoint]] = field(default_factory=list)
+    # service name → (providing plugin id, factory given its lifespan state)
+    services: dict[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -95,6 +100,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
     types: dict[str, tuple[type, str]] = {}  # GraphQL name → (class, plugin id)
     extended: list[tuple[str, type, str]] = []  # (type name, fields class, plugin id)
     extensions: list[Any] = []
+    routes_claimed: dict[tuple[str, str], str] = {}
+    needed: list[tuple[str, str]] = []  # (service, plugin that needs it)
     for plugin in plugins:
         if plugin.id in assembly.plugin_ids:
             raise PluginConflict(f"two plugins have the id {plugin.id}")
@@ -123,6 +130,33 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         assembly.gauges += contribution.gauges
         assembly.lifespans += [(plugin.id, factory) for factory in contribution.lifespans]
         assembly.demos += [(plugin.id, start) for start in contribution.demos]
+        for path, methods, endpoint in contribution.routes:
+            for method in methods:
+                owner = routes_claimed.get((path, method))
+                if owner is not None:
+                    raise PluginConflict(
+                        f"route {method} {path} is served by plugin {owner} and by plugin "
+                        f"{plugin.id}"
+                    )
+                routes_claimed[path, method] = plugin.id
+            assembly.routes.append((path, methods, endpoint))
+        for name, factory in contribution.provides.items():
+            if name in assembly.services:
+                raise PluginConflict(
+                    f"service {name} is provided by plugin {assembly.services[name][0]} and by "
+                    f"plugin {plugin.id}"
+                )
+            assembly.services[name] = (plugin.id, factory)
+        needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
+
+    # Providers start before the plugins using their services (and stop after them).
+    providers = {plugin_id for plugin_id, _ in assembly.services.values()}
+    assembly.lifespans.sort(key=lambda item: item[0] not in providers)
+    for name, plugin_id in needed:
+        if name not in assembly.services:
+            raise PluginConflict(
+                f"plugin {plugin_id} needs the service {name}, which no plugin provides"
+            )
 
     if not roots["Query"]:
         raise PluginConflict("no plugin contributes a query field; the schema would be empty")

@@ -10,6 +10,7 @@ from starlette.requests import HTTPConnection
 from strawberry.types import Info as StrawberryInfo
 
 from graph.cache_control import CachePolicy, CacheScope
+from graph.provided import ChangeFeed, ServiceDirectory
 from graph.settings import Settings
 from loaders.registry import RequestLoaders
 from sources.auth import Viewer
@@ -43,6 +44,9 @@ class Context:
     # What the answer was made of: entity refs, ``kind:<kind>`` for lists of a kind, ``catalog``
     # for anything wider. A cached answer is dropped when any of these changes.
     tags: set[str] = field(default_factory=set)
+    # Services plugins provide to each other, and the feed of changes (graph.provided).
+    provided: ServiceDirectory | None = None
+    changes: ChangeFeed | None = None
 
     def cache_hint(self, max_age: float | None = None, scope: CacheScope | None = None) -> None:
         """Tighten this request's cache policy (a resolver whose data is fresher than its

@@ -23,11 +23,20 @@ catalog must carry its own ``max_age``; a resolver can tighten its request's pol
 YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
 bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
 so no text can make a server error.
+
+Plugins work together through named services, never by importing each other: one
+``provide``s a service built from its lifespan's state (PinCompute provides ``workloads``),
+another declares that it ``use``s it and finds it with ``service(context, name)``. Start-up
+fails when two plugins provide one name, or a needed service has no provider. A plugin may
+also serve HTTP endpoints of its own under ``/hooks/`` (webhook receivers) with ``route``;
+what it writes there, it announces with ``announce_changes``, which drops cached answers
+tagged with those keys in every replica and wakes ``follow_changes`` listeners (a
+subscription) wherever they run.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -35,6 +44,8 @@ from typing import Any, Protocol, TypeAlias, runtime_checkable
 
 import strawberry
 from graphql import GraphQLError
+from starlette.requests import Request
+from starlette.responses import Response
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
@@ -43,6 +54,7 @@ from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity
 from graph.context import Context, Info
+from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import Settings
 from loaders.registry import LoaderFactory, LoaderServices
 from sources.auth import Viewer
@@ -50,6 +62,7 @@ from sources.errors import InvalidRef
 from sources.yaml_json import InvalidYaml, load_yaml
 
 __all__ = [
+    "EVERYTHING",
     "JSON",
     "AdminOnly",
     "Authorize",
@@ -71,14 +84,20 @@ __all__ = [
     "PluginConflict",
     "Rule",
     "SchemaExtension",
+    "ServiceMissing",
     "Settings",
     "Target",
     "UserError",
     "Viewer",
+    "announce_changes",
+    "app_services",
     "entities_owned_by",
+    "entities_with_annotation",
     "entity",
     "entity_owner",
+    "follow_changes",
     "load_yaml",
+    "service",
     "strawberry",
     "viewer_may_change",
 ]
@@ -86,6 +105,9 @@ __all__ = [
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
 # (demo catalog folder, data directory) → a context yielding environment variables.
 Demo: TypeAlias = Callable[[Path, Path], AbstractContextManager[dict[str, str]]]
+Endpoint: TypeAlias = Callable[[Request], Awaitable[Response]]
+# Paths a plugin's endpoints may take: webhook receivers, or a folder named after the plugin.
+ROUTE_PREFIXES = ("/hooks/", "/plugins/")
 
 
 class UserError(GraphQLError):
@@ -143,6 +165,9 @@ class _Contribution:
     jobs: list[BackgroundJob] = field(default_factory=list)
     gauges: list[GaugeSource] = field(default_factory=list)
     demos: list[Demo] = field(default_factory=list)
+    routes: list[tuple[str, tuple[str, ...], Endpoint]] = field(default_factory=list)
+    provides: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
+    uses: dict[str, bool] = field(default_factory=dict)  # service name → required
 
 
 class PluginBuilder:
@@ -212,6 +237,34 @@ class PluginBuilder:
         environment variables) for the server, e.g. a demo backend's URL."""
         self.contribution.demos.append(start)
 
+    def route(self, path: str, endpoint: Endpoint, *, methods: tuple[str, ...] = ("POST",)) -> None:
+        """An HTTP endpoint of the plugin's own, a Starlette handler, at a path under
+        ``/hooks/`` (webhook receivers) or ``/plugins/<id>/``. It finds the app's services
+        with ``app_services(request)``, checks who calls it itself (a signature, a token),
+        and answers errors as it sees fit; two plugins claiming a path fail at start-up."""
+        allowed = path.startswith(ROUTE_PREFIXES[0]) or path.startswith(
+            f"{ROUTE_PREFIXES[1]}{self.plugin_id}/"
+        )
+        if not allowed:
+            raise PluginConflict(
+                f"plugin {self.plugin_id}: route {path} must be under /hooks/ or "
+                f"/plugins/{self.plugin_id}/"
+            )
+        self.contribution.routes.append((path, tuple(m.upper() for m in methods), endpoint))
+
+    def provide(self, name: str, factory: Callable[[Any], Any]) -> None:
+        """A service other plugins may use by ``name``: ``factory`` is given this plugin's
+        lifespan state and called once, the first time the service is asked for."""
+        if name in self.contribution.provides:
+            raise PluginConflict(f"plugin {self.plugin_id} provides the service {name} twice")
+        self.contribution.provides[name] = factory
+
+    def use(self, name: str, *, optional: bool = False) -> None:
+        """Declare a service this plugin calls. Unless ``optional``, start-up fails when no
+        plugin provides it; an optional one may be missing, and ``service`` then raises
+        ``ServiceMissing``, which the plugin turns into a plain answer."""
+        self.contribution.uses[name] = not optional
+
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
         self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))
 
@@ -235,13 +288,15 @@ def _strawberry_type(cls: type) -> type:
 # The catalog, as plugins may use it.
 
 
-async def entity(info: Info, ref: str) -> Entity | None:
-    """The catalog entity with this ref, as a GraphQL object (for a plugin's field)."""
+async def entity(info: Info | Context, ref: str) -> Entity | None:
+    """The catalog entity with this ref, as a GraphQL object (for a plugin's field), from a
+    resolver's ``info`` or a context (an endpoint's, made with ``services.context``)."""
     from graph.catalog.types import entity_from_record
     from resolvers import catalog
 
+    context = info if isinstance(info, Context) else info.context
     try:
-        record = await catalog.entity(info.context.loaders, ref)
+        record = await catalog.entity(context.loaders, ref)
     except InvalidRef:
         return None
     return entity_from_record(record) if record is not None else None
@@ -278,3 +333,44 @@ async def viewer_may_change(context: Context, owner_ref: str | None) -> bool:
     if await is_admin(context):
         return True
     return await ownership.may_change(context.loaders, context.viewer, owner_ref)
+
+
+def service(holder: Context | Any, name: str) -> Any:
+    """Another plugin's service, by name, from a request's context or the app's services;
+    raises ``ServiceMissing`` when no plugin provides it."""
+    directory = holder.provided
+    if directory is None:
+        raise ServiceMissing(f"no plugin provides the service {name!r}")
+    return directory.get(name)
+
+
+def app_services(request: Request) -> Any:
+    """The app's services (database, caches, plugin states), for a plugin's endpoint."""
+    return request.app.state.services
+
+
+async def announce_changes(holder: Context | Any, keys: list[str]) -> None:
+    """Tell every replica that what these keys name changed: cached answers tagged with any
+    of them are dropped (a resolver tags its answer with ``info.context.depends_on``), and
+    ``follow_changes`` listeners wake. ``holder`` is a request's context or the services."""
+    await holder.invalidate(keys)
+
+
+def follow_changes(holder: Context | Any, prefix: str) -> AsyncIterator[list[str]]:
+    """Changed keys starting with ``prefix``, announced anywhere, a batch at a time. A batch
+    of ``[EVERYTHING]`` means changes may have been missed (Redis was away): read afresh."""
+    feed = holder.changes
+    if feed is None:
+        raise RuntimeError("the app has not started: no change feed")
+    return feed.follow(prefix)
+
+
+async def entities_with_annotation(
+    context: Context | Any, key: str, value: str, *, kind: str | None = None
+) -> list[str]:
+    """Refs of the entities whose annotation ``key`` is ``value`` (as written, or in lowercase),
+    e.g. the component of a repository by ``github.com/project-slug``; indexed."""
+    from sources.catalog.queries import refs_with_annotation
+
+    db = context.db if isinstance(context, Context) else context.database
+    return await refs_with_annotation(db, key, value, kind=kind)

@@ -17,6 +17,7 @@ from graph.http_input import GetOperations
 from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
+from graph.provided import ChangeFeed, ServiceDirectory
 from graph.settings import Settings
 from loaders.cache import Caches
 from loaders.registry import LoaderServices
@@ -43,6 +44,8 @@ class Services:
     # The console's build (ssr.console.Console), loaded by the lifespan when there is one.
     console: Any = None
     vary: tuple[bytes, bytes] = (b"vary", b"Accept, Authorization")  # set by create_app
+    provided: ServiceDirectory | None = None  # set by create_app
+    changes: ChangeFeed = field(default_factory=ChangeFeed)
 
     @property
     def database(self) -> Database:
@@ -86,6 +89,8 @@ class Services:
             viewer=viewer,
             extras=self.extras,
             tags=tags,
+            provided=self.provided,
+            changes=self.changes,
         )
 
     async def invalidate(self, keys: list[str]) -> None:

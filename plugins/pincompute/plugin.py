@@ -11,6 +11,7 @@ from graph.plugin import DataLoader, LoaderServices, PluginBuilder
 from plugins.pincompute.compute import Compute, ComputeError, running
 from plugins.pincompute.fields import ComponentWorkloads, ComputeQuery, ComputeSubscription
 from plugins.pincompute.mutations import ComputeMutation
+from plugins.pincompute.service import Workloads
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.store import Key
 from plugins.pincompute.types import PLUGIN_ID
@@ -41,6 +42,8 @@ class PinComputePlugin:
                 yield compute
 
         builder.lifespan(lifespan)
+        # Other plugins roll PinApps out through this (the deployments plugin does).
+        builder.provide("workloads", Workloads)
         builder.gauge(
             "compute_cluster_healthy",
             "1 when a cluster's informers are synced and answering",

@@ -289,3 +289,18 @@ REFS_OWNED_BY: Final = "select ref from entities where owner_ref = any($1::text[
 
 async def refs_owned_by(db: Executor, owners: list[str]) -> list[str]:
     return [r["ref"] for r in await db.fetch(REFS_OWNED_BY, owners)]
+
+
+async def refs_with_annotation(
+    db: Executor, key: str, value: str, *, kind: str | None = None
+) -> list[str]:
+    """Refs of entities whose annotation ``key`` is ``value`` as written or in lowercase (the
+    GIN index on annotations answers both containments)."""
+    rows = await db.fetch(
+        "select ref from entities where (annotations @> $1::jsonb or annotations @> $2::jsonb)"
+        " and ($3::text is null or kind = $3) order by ref",
+        {key: value},
+        {key: value.lower()},
+        kind,
+    )
+    return [row["ref"] for row in rows]

@@ -1,0 +1,381 @@
+"""The deployments plugin's fields: on Component and Group, the root queries, the mutations and
+the subscription."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncGenerator
+from datetime import datetime, timedelta
+from typing import Any, Final
+
+from strawberry import relay
+
+from graph.plugin import (
+    EVERYTHING,
+    Authorize,
+    EntityOwner,
+    Info,
+    UserError,
+    entities_owned_by,
+    entity,
+    follow_changes,
+    strawberry,
+)
+from plugins.deployments.model import DeployState
+from plugins.deployments.pipelines import PipelineError, parse_stages
+from plugins.deployments.queries import (
+    DeployFilter,
+    deploys_count,
+    deploys_page,
+    dora,
+    pipeline_state,
+    releases_page,
+)
+from plugins.deployments.service import PLUGIN_ID, Deployments
+from plugins.deployments.store import CHANGE_PREFIX, DEPLOY_COLUMNS, DeployRow
+from plugins.deployments.types import (
+    Deploy,
+    DeployConnection,
+    DeployEdge,
+    Dora,
+    Pipeline,
+    PipelineSource,
+    PipelineStage,
+    Release,
+    ReleaseConnection,
+    ReleaseEdge,
+)
+
+__all__ = [
+    "ComponentDeployments",
+    "DeploymentMutation",
+    "DeploymentQuery",
+    "DeploymentSubscription",
+    "GroupDeployments",
+]
+
+MAX_DAYS: Final = 366
+LOOK_BACK: Final = timedelta(minutes=1)
+
+
+def deployments_of(info: Info) -> Deployments:
+    found: Deployments | None = info.context.extras.get(PLUGIN_ID)
+    if found is None:
+        raise UserError("the deployments plugin has not started", "UNAVAILABLE")
+    return found
+
+
+def _shows(info: Info, ref: str) -> None:
+    """This answer shows the component's deploys: cached briefly, dropped when they change."""
+    info.context.depends_on(f"{CHANGE_PREFIX}{ref}")
+    info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
+
+
+def _page_size(info: Info, first: int) -> None:
+    limit = info.context.settings.max_page_size
+    if not 0 <= first <= limit:
+        raise UserError(f"first must be between 0 and {limit}")
+
+
+def _connection(
+    items: list[tuple[str, DeployRow]], more: bool, total: int, after: str | None
+) -> DeployConnection:
+    return DeployConnection(
+        edges=[DeployEdge(cursor=c, node=Deploy(row=r)) for c, r in items],
+        page_info=relay.PageInfo(
+            has_next_page=more,
+            has_previous_page=after is not None,
+            start_cursor=items[0][0] if items else None,
+            end_cursor=items[-1][0] if items else None,
+        ),
+        total_count=total,
+    )
+
+
+async def _deploys(
+    info: Info, where: DeployFilter, first: int, after: str | None
+) -> DeployConnection:
+    _page_size(info, first)
+    db = info.context.db
+    try:
+        items, more = await deploys_page(db, where, first, after)
+    except ValueError:
+        raise UserError("after is not a cursor this API issued") from None
+    return _connection(items, more, await deploys_count(db, where), after)
+
+
+def _states(state: list[DeployState] | None) -> list[str] | None:
+    return [s.value for s in state] if state else None
+
+
+def _window(days: int) -> None:
+    if not 1 <= days <= MAX_DAYS:
+        raise UserError(f"days must be between 1 and {MAX_DAYS}")
+
+
+def _dora(figures: Any) -> Dora:
+    return Dora(
+        days=figures.days,
+        deploys=figures.deploys,
+        deploys_per_day=figures.deploys / figures.days,
+        lead_time_seconds=figures.lead_time,
+        change_failure_rate=figures.failures / figures.finished if figures.finished else None,
+        time_to_restore_seconds=figures.time_to_restore,
+        failures=figures.failures,
+    )
+
+
+async def _pipeline(info: Info, ref: str) -> Pipeline:
+    _shows(info, ref)
+    deployments = deployments_of(info)
+    pipeline = await deployments.pipeline_or_seen(info.context, ref)
+    states = await pipeline_state(info.context.db, ref, pipeline)
+    return Pipeline(
+        stages=[
+            PipelineStage(
+                stage=stage,
+                current=Deploy(row=state.current) if state.current else None,
+                latest=Deploy(row=state.latest) if state.latest else None,
+                waiting=[Release(row=r) for r in state.waiting],
+            )
+            for stage, state in zip(pipeline.stages, states, strict=True)
+        ],
+        source=PipelineSource(pipeline.declared_in),
+    )
+
+
+@strawberry.type
+class ComponentDeployments:
+    """Fields joining ``Component`` (``self`` is the catalog's Component object)."""
+
+    @strawberry.field(
+        description="Its pipeline: stages in order, the release each runs, and what waits to "
+        "be promoted."
+    )
+    async def pipeline(self, info: Info) -> Pipeline:
+        return await _pipeline(info, self.ref)  # type: ignore[attr-defined]
+
+    @strawberry.field(description="Its deploys, newest first.")
+    async def deployments(
+        self,
+        info: Info,
+        first: int = 20,
+        after: str | None = None,
+        stage: str | None = None,
+        state: list[DeployState] | None = None,
+    ) -> DeployConnection:
+        ref: str = self.ref  # type: ignore[attr-defined]
+        _shows(info, ref)
+        where = DeployFilter(components=[ref], stage=stage, states=_states(state))
+        return await _deploys(info, where, first, after)
+
+    @strawberry.field(description="Its releases, newest first.")
+    async def releases(
+        self, info: Info, first: int = 20, after: str | None = None
+    ) -> ReleaseConnection:
+        ref: str = self.ref  # type: ignore[attr-defined]
+        _shows(info, ref)
+        _page_size(info, first)
+        try:
+            items, more, total = await releases_page(info.context.db, ref, first, after)
+        except ValueError:
+            raise UserError("after is not a cursor this API issued") from None
+        return ReleaseConnection(
+            edges=[ReleaseEdge(cursor=c, node=Release(row=r)) for c, r in items],
+            page_info=relay.PageInfo(
+                has_next_page=more,
+                has_previous_page=after is not None,
+                start_cursor=items[0][0] if items else None,
+                end_cursor=items[-1][0] if items else None,
+            ),
+            total_count=total,
+        )
+
+    @strawberry.field(description="DORA figures of its production deploys over the last days.")
+    async def dora(self, info: Info, days: int = 30) -> Dora:
+        ref: str = self.ref  # type: ignore[attr-defined]
+        _window(days)
+        _shows(info, ref)
+        return _dora(await dora(info.context.db, [ref], days))
+
+
+@strawberry.type
+class GroupDeployments:
+    @strawberry.field(
+        description="DORA figures of every component the group owns (through any subgroup)."
+    )
+    async def dora(self, info: Info, days: int = 30) -> Dora:
+        ref: str = self.ref  # type: ignore[attr-defined]
+        _window(days)
+        refs = [r for r in await entities_owned_by(info.context, ref) if r.startswith("component:")]
+        # Any of its components' deploys changes the figures; ownership changes are catalog
+        # changes, which the catalog's own tags cover.
+        info.context.depends_on(*(f"{CHANGE_PREFIX}{r}" for r in refs), "catalog")
+        info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
+        return _dora(await dora(info.context.db, refs, days))
+
+
+@strawberry.input(description="Which deploys: every condition given must hold.")
+class DeploymentFilter:
+    owner: str | None = strawberry.field(
+        default=None, description="A user or group ref: what it owns, through any subgroup."
+    )
+    component: str | None = None
+    stage: str | None = None
+    state: list[DeployState] | None = None
+    since: datetime | None = strawberry.field(default=None, description="Started at or after.")
+    until: datetime | None = strawberry.field(default=None, description="Started before.")
+
+
+@strawberry.type
+class DeploymentQuery:
+    @strawberry.field(description="One deploy by its id.")
+    async def deploy(self, info: Info, id: strawberry.ID) -> Deploy | None:
+        if not str(id).isdigit() or len(str(id)) > 18:
+            return None
+        row = await info.context.db.fetchrow(
+            f"select {DEPLOY_COLUMNS} from deployment_deploys d"
+            " join deployment_releases r on r.id = d.release_id where d.id = $1",
+            int(str(id)),
+        )
+        if row is None:
+            return None
+        found = DeployRow.of(row)
+        _shows(info, found.component_ref)
+        return Deploy(row=found)
+
+    @strawberry.field(description="Deploys across components, newest first.")
+    async def deployments(
+        self,
+        info: Info,
+        filter: DeploymentFilter | None = None,
+        first: int = 20,
+        after: str | None = None,
+    ) -> DeployConnection:
+        wanted = filter or DeploymentFilter()
+        components: list[str] | None = None
+        if wanted.owner is not None:
+            components = await entities_owned_by(info.context, wanted.owner.strip().lower())
+        if wanted.component is not None:
+            ref = wanted.component.strip().lower()
+            components = [ref] if components is None or ref in components else []
+        # Wide lists change with any deploy: a short life in the cache, and no tag to rely on.
+        info.context.cache_hint(max_age=0)
+        where = DeployFilter(
+            components=components,
+            stage=wanted.stage,
+            states=_states(wanted.state),
+            since=wanted.since,
+            until=wanted.until,
+        )
+        return await _deploys(info, where, first, after)
+
+
+@strawberry.input
+class StageInput:
+    name: str
+    production: bool = False
+    pin_app_cluster: str | None = None
+    pin_app_namespace: str | None = None
+    pin_app_name: str | None = None
+
+
+@strawberry.type
+class DeploymentMutation:
+    @strawberry.mutation(
+        description="Deploy a release of a component to a stage: its PinApp is rolled to the "
+        "release's artifact (through PinCompute), or the CD system is asked. For owners and "
+        "admins; audited.",
+        extensions=[Authorize(EntityOwner("component"), "deployments.promote")],
+    )
+    async def promote_release(self, info: Info, component: str, release: str, stage: str) -> Deploy:
+        deployments = deployments_of(info)
+        ref = component.strip().lower()
+        return Deploy(row=await deployments.deploy(info.context, ref, release, stage))
+
+    @strawberry.mutation(
+        description="Deploy an earlier release to a stage: the one named, else the last good "
+        "one before what runs there now. The deploy it replaces becomes ROLLED_BACK once it "
+        "succeeds. For owners and admins; audited.",
+        extensions=[Authorize(EntityOwner("component"), "deployments.rollback")],
+    )
+    async def rollback_stage(
+        self, info: Info, component: str, stage: str, to_release: str | None = None
+    ) -> Deploy:
+        deployments = deployments_of(info)
+        ref = component.strip().lower()
+        version = await deployments.rollback_target(info.context, ref, stage, to_release)
+        row = await deployments.deploy(info.context, ref, version, stage, rollback=True)
+        return Deploy(row=row)
+
+    @strawberry.mutation(
+        description="Set a component's pipeline (refused when its catalog-info.yaml declares "
+        "one: change it there). For owners and admins; audited.",
+        extensions=[Authorize(EntityOwner("component"), "deployments.setPipeline")],
+    )
+    async def set_pipeline(self, info: Info, component: str, stages: list[StageInput]) -> Pipeline:
+        deployments = deployments_of(info)
+        ref = component.strip().lower()
+        found = await entity(info, ref)
+        if found is None or found.kind != "Component":
+            raise UserError(f"no component {ref}", "NOT_FOUND")
+        existing = await deployments.pipeline(info.context, ref)
+        if existing is not None and existing.declared_in == "catalog":
+            raise UserError(
+                f"{ref} declares its pipeline in its catalog-info.yaml: change it there",
+                "FAILED_PRECONDITION",
+            )
+        raw: list[dict[str, Any]] = []
+        for stage in stages:
+            item: dict[str, Any] = {"name": stage.name, "production": stage.production}
+            bound = (stage.pin_app_cluster, stage.pin_app_namespace, stage.pin_app_name)
+            if any(bound):
+                item["pinApp"] = dict(zip(("cluster", "namespace", "name"), bound, strict=True))
+            raw.append(item)
+        try:
+            parsed = parse_stages(raw)
+        except PipelineError as exc:
+            raise UserError(str(exc)) from None
+        await info.context.db.execute(
+            "insert into deployment_pipelines (component_ref, stages, updated_by)"
+            " values ($1, $2::jsonb, $3) on conflict (component_ref) do update"
+            " set stages = excluded.stages, updated_by = excluded.updated_by, updated_at = now()",
+            ref,
+            [s.to_json() for s in parsed],
+            info.context.viewer.actor,
+        )
+        await info.context.invalidate([f"{CHANGE_PREFIX}{ref}"])
+        return await _pipeline(info, ref)
+
+
+@strawberry.type
+class DeploymentSubscription:
+    @strawberry.subscription(
+        description="A component's deploys as they change (created, moving on, rolled back), "
+        "wherever the change was made."
+    )
+    async def component_deploys(self, info: Info, component: str) -> AsyncGenerator[Deploy, None]:
+        ref = component.strip().lower()
+        db = info.context.db
+        since = await db.fetchval("select now()")
+        seen: set[tuple[int, datetime]] = set()
+        async for keys in follow_changes(info.context, f"{CHANGE_PREFIX}{ref}"):
+            if f"{CHANGE_PREFIX}{ref}" not in keys and EVERYTHING not in keys:
+                continue
+            rows = await db.fetch(
+                f"select {DEPLOY_COLUMNS}, d.updated_at from deployment_deploys d"
+                " join deployment_releases r on r.id = d.release_id"
+                " where d.component_ref = $1 and d.updated_at >= $2"
+                " order by d.updated_at, d.id",
+                ref,
+                since,
+            )
+            for row in rows:
+                # A transaction's now() is when it began: look back to that, and skip what
+                # was already sent.
+                if (row["id"], row["updated_at"]) in seen:
+                    continue
+                seen.add((row["id"], row["updated_at"]))
+                yield Deploy(row=DeployRow.of(row))
+            if rows:  # what began more than a minute before the newest change is done
+                since = max(since, rows[-1]["updated_at"] - LOOK_BACK)
+                seen = {item for item in seen if item[1] >= since}

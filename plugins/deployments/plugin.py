@@ -1,0 +1,65 @@
+"""The deployments plugin, registered through the public plugin API only."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+from graph.plugin import PluginBuilder
+from plugins.deployments.fields import (
+    ComponentDeployments,
+    DeploymentMutation,
+    DeploymentQuery,
+    DeploymentSubscription,
+    GroupDeployments,
+)
+from plugins.deployments.hooks import atrium_hook, github_hook
+from plugins.deployments.service import PLUGIN_ID, Deployments, running
+from plugins.deployments.settings import DeploymentSettings
+
+__all__ = ["DeploymentsPlugin"]
+
+MIGRATIONS = Path(__file__).parent / "migrations"
+
+
+class DeploymentsPlugin:
+    id = PLUGIN_ID
+
+    def __init__(self, settings: DeploymentSettings | None = None) -> None:
+        self._settings = settings
+
+    def setup(self, builder: PluginBuilder) -> None:
+        settings = self._settings or DeploymentSettings()
+        builder.migrations(MIGRATIONS)
+        builder.query(DeploymentQuery)
+        builder.mutation(DeploymentMutation)
+        builder.subscription(DeploymentSubscription)
+        builder.extend_type("Component", ComponentDeployments)
+        builder.extend_type("Group", GroupDeployments)
+        builder.route("/hooks/deployments/github", github_hook)
+        builder.route("/hooks/deployments", atrium_hook)
+        # Stages bound to a PinApp roll it out through PinCompute; without it they say so.
+        builder.use("workloads", optional=True)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(services: Any) -> AsyncIterator[Deployments]:
+            async with running(settings, services) as deployments:
+                yield deployments
+
+        builder.lifespan(lifespan)
+        builder.job("rollouts", _check_rollouts, interval=settings.deployments_check_interval)
+        builder.job("attach", _attach_waiting, interval=settings.deployments_check_interval)
+
+
+async def _check_rollouts(services: Any) -> None:
+    deployments: Deployments | None = services.extras.get(PLUGIN_ID)
+    if deployments is not None:
+        await deployments.check_rollouts()
+
+
+async def _attach_waiting(services: Any) -> None:
+    deployments: Deployments | None = services.extras.get(PLUGIN_ID)
+    if deployments is not None:
+        await deployments.attach_waiting()

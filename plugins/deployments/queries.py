@@ -1,0 +1,232 @@
+"""Reading deploys, releases, pipelines and DORA figures (SQL; the resolvers' data layer)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Final
+
+from plugins.deployments.pipelines import Pipeline
+from plugins.deployments.store import (
+    DEPLOY_COLUMNS,
+    RELEASE_COLUMNS,
+    DeployRow,
+    ReleaseRow,
+    decode_cursor,
+    encode_cursor,
+)
+
+__all__ = ["DeployFilter", "DoraFigures", "StageState", "deploys_page", "dora", "pipeline_state"]
+
+MAX_WAITING: Final = 10
+
+
+@dataclass(frozen=True, slots=True)
+class DeployFilter:
+    components: list[str] | None = None  # refs; None: every component
+    stage: str | None = None
+    states: list[str] | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+
+
+def _where(where: DeployFilter, args: list[Any]) -> list[str]:
+    """Only the conditions asked for, each with a bound parameter: the planner sees plain
+    predicates it can use indexes for (never SQL text from a client)."""
+    found: list[str] = []
+
+    def bind(value: Any) -> str:
+        args.append(value)
+        return f"${len(args)}"
+
+    if where.components is not None:
+        found.append(f"d.component_ref = any({bind(where.components)}::text[])")
+    if where.stage is not None:
+        found.append(f"d.stage = {bind(where.stage)}")
+    if where.states is not None:
+        found.append(f"d.state = any({bind(where.states)}::text[])")
+    if where.since is not None:
+        found.append(f"d.started_at >= {bind(where.since)}")
+    if where.until is not None:
+        found.append(f"d.started_at < {bind(where.until)}")
+    return found
+
+
+async def deploys_page(
+    db: Any, where: DeployFilter, first: int, after: str | None
+) -> tuple[list[tuple[str, DeployRow]], bool]:
+    """A page of deploys, newest first, with cursors; and whether more follow."""
+    args: list[Any] = []
+    conditions = _where(where, args)
+    if after is not None:
+        at, id = decode_cursor(after)
+        args += [at, id]
+        conditions.append(f"(d.started_at, d.id) < (${len(args) - 1}, ${len(args)})")
+    args.append(first + 1)
+    sql = (
+        f"select {DEPLOY_COLUMNS} from deployment_deploys d"
+        " join deployment_releases r on r.id = d.release_id"
+        + (" where " + " and ".join(conditions) if conditions else "")
+        + f" order by d.started_at desc, d.id desc limit ${len(args)}"
+    )
+    rows = [DeployRow.of(r) for r in await db.fetch(sql, *args)]
+    return [(encode_cursor(r.started_at, r.id), r) for r in rows[:first]], len(rows) > first
+
+
+async def deploys_count(db: Any, where: DeployFilter) -> int:
+    args: list[Any] = []
+    conditions = _where(where, args)
+    sql = "select count(*) from deployment_deploys d" + (
+        " where " + " and ".join(conditions) if conditions else ""
+    )
+    return int(await db.fetchval(sql, *args))
+
+
+async def releases_page(
+    db: Any, ref: str, first: int, after: str | None
+) -> tuple[list[tuple[str, ReleaseRow]], bool, int]:
+    args: list[Any] = [ref]
+    condition = ""
+    if after is not None:
+        at, id = decode_cursor(after)
+        args += [at, id]
+        condition = " and (r.created_at, r.id) < ($2, $3)"
+    args.append(first + 1)
+    rows = await db.fetch(
+        f"select {RELEASE_COLUMNS} from deployment_releases r where r.component_ref = $1"
+        f"{condition} order by r.created_at desc, r.id desc limit ${len(args)}",
+        *args,
+    )
+    total = await db.fetchval(
+        "select count(*) from deployment_releases where component_ref = $1", ref
+    )
+    found = [ReleaseRow.of(r) for r in rows]
+    return (
+        [(encode_cursor(r.created_at, r.id), r) for r in found[:first]],
+        len(found) > first,
+        int(total),
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class StageState:
+    current: DeployRow | None
+    latest: DeployRow | None
+    waiting: list[ReleaseRow]
+
+
+_STAGES: Final = f"""
+select s.stage, s.position, c.*, null as split, l.*
+from unnest($2::text[]) with ordinality as s(stage, position)
+left join lateral (
+    select {DEPLOY_COLUMNS} from deployment_deploys d
+    join deployment_releases r on r.id = d.release_id
+    where d.component_ref = $1 and d.stage = s.stage and d.state = 'succeeded'
+    order by d.started_at desc, d.id desc limit 1
+) c on true
+left join lateral (
+    select {DEPLOY_COLUMNS} from deployment_deploys d
+    join deployment_releases r on r.id = d.release_id
+    where d.component_ref = $1 and d.stage = s.stage
+    order by d.started_at desc, d.id desc limit 1
+) l on true
+order by s.position
+"""
+
+_WAITING: Final = f"""
+select distinct on (r.created_at, r.id) {RELEASE_COLUMNS}
+from deployment_deploys d join deployment_releases r on r.id = d.release_id
+where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
+  and ($3::timestamptz is null or r.created_at > $3)
+order by r.created_at desc, r.id desc limit {MAX_WAITING}
+"""
+
+
+def _split(row: Any, columns: list[str]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The two lateral joins' columns, told apart by position around the ``split`` column."""
+    values = list(row.values())
+    marker = columns.index("split")
+    names = columns[2:marker]
+    return (
+        dict(zip(names, values[2:marker], strict=True)),
+        dict(zip(columns[marker + 1 :], values[marker + 1 :], strict=True)),
+    )
+
+
+async def pipeline_state(db: Any, ref: str, pipeline: Pipeline) -> list[StageState]:
+    """Each stage's current and latest deploy (one query), and what waits to be promoted
+    into it from the stage before (a query per stage that has one)."""
+    names = [s.name for s in pipeline.stages]
+    rows = await db.fetch(_STAGES, ref, names)
+    found: list[StageState] = []
+    for index, row in enumerate(rows):
+        columns = list(row.keys())
+        current, latest = _split(row, columns)
+        current_row = DeployRow.of(current) if current["id"] is not None else None
+        latest_row = DeployRow.of(latest) if latest["id"] is not None else None
+        waiting: list[ReleaseRow] = []
+        if index > 0:
+            since = current_row.release.created_at if current_row is not None else None
+            waiting = [
+                ReleaseRow.of(r) for r in await db.fetch(_WAITING, ref, names[index - 1], since)
+            ]
+        found.append(StageState(current_row, latest_row, waiting))
+    return found
+
+
+@dataclass(frozen=True, slots=True)
+class DoraFigures:
+    days: int
+    deploys: int
+    failures: int
+    finished: int
+    lead_time: float | None
+    time_to_restore: float | None
+
+
+_DORA: Final = """
+with production as (
+    select d.component_ref, d.state, d.finished_at, r.commit_time
+    from deployment_deploys d join deployment_releases r on r.id = d.release_id
+    where d.component_ref = any($1::text[]) and d.production
+      and d.finished_at >= now() - make_interval(days => $2)
+      and d.state in ('succeeded', 'failed', 'rolled_back')
+),
+restored as (
+    select extract(epoch from next.finished_at - f.finished_at) as seconds
+    from production f
+    cross join lateral (
+        select n.finished_at from deployment_deploys n
+        where n.component_ref = f.component_ref and n.production and n.state = 'succeeded'
+          and n.finished_at > f.finished_at
+        order by n.finished_at limit 1
+    ) next
+    where f.state in ('failed', 'rolled_back')
+)
+select
+    count(*) filter (where state in ('succeeded', 'rolled_back')) as deploys,
+    count(*) filter (where state in ('failed', 'rolled_back')) as failures,
+    count(*) as finished,
+    percentile_cont(0.5) within group (
+        order by extract(epoch from finished_at - commit_time)
+    ) filter (where state in ('succeeded', 'rolled_back') and commit_time is not null)
+        as lead_time,
+    (select percentile_cont(0.5) within group (order by seconds) from restored)
+        as time_to_restore
+from production
+"""
+
+
+async def dora(db: Any, refs: list[str], days: int) -> DoraFigures:
+    """DORA's four keys for these components' production deploys finished in the window."""
+    row = await db.fetchrow(_DORA, refs, days)
+    return DoraFigures(
+        days=days,
+        deploys=int(row["deploys"]),
+        failures=int(row["failures"]),
+        finished=int(row["finished"]),
+        lead_time=float(row["lead_time"]) if row["lead_time"] is not None else None,
+        time_to_restore=(
+            float(row["time_to_restore"]) if row["time_to_restore"] is not None else None
+        ),
+    )

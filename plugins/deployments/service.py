@@ -1,0 +1,515 @@
+"""What the deployments plugin does: ingest events, promote and roll back, follow rollouts.
+
+``Deployments`` is the plugin's lifespan state (``context.extras["deployments"]``). Writes run
+in one transaction each and announce ``deploys:<component ref>`` once committed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import logging
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+
+import httpx
+import orjson
+
+from graph.plugin import (
+    Context,
+    ServiceMissing,
+    UserError,
+    Viewer,
+    announce_changes,
+    entities_with_annotation,
+    entity,
+    service,
+)
+from plugins.deployments.events import BadEvent, from_atrium, from_github
+from plugins.deployments.model import Incoming
+from plugins.deployments.pipelines import Pipeline, PipelineError, Stage, declared, stored
+from plugins.deployments.settings import DeploymentSettings
+from plugins.deployments.store import (
+    CHANGE_PREFIX,
+    DEPLOY_COLUMNS,
+    DeployRow,
+    apply,
+    mark_event,
+    mark_rolled_back,
+    record_event,
+)
+
+__all__ = ["PLUGIN_ID", "Deployments", "Ingested", "running", "sign"]
+
+PLUGIN_ID: Final = "deployments"
+SLUG_ANNOTATION: Final = "github.com/project-slug"
+# Who webhooks act as, for the catalog look-ups they need (never for a permission).
+HOOK_VIEWER: Final = Viewer(None, "webhook", frozenset({"read"}))
+WAITING_BATCH: Final = 500
+
+log = logging.getLogger("atrium.deployments")
+
+
+def sign(secret: str, body: bytes) -> str:
+    """``sha256=<hex>``, the HMAC-SHA256 of the body, as GitHub signs (and so does Atrium)."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+@dataclass(frozen=True, slots=True)
+class Ingested:
+    outcome: str  # "applied", "unchanged", "duplicate", "waiting"
+    component_ref: str | None = None
+    deploy_id: int | None = None
+    state: str | None = None
+
+
+@dataclass(slots=True)
+class Deployments:
+    settings: DeploymentSettings
+    services: Any
+    http: httpx.AsyncClient
+    # Rollouts this replica started, by PinApp: woken by the informer when it changes.
+    following: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
+    tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+
+    # Reading.
+
+    async def pipeline(self, context: Context, ref: str) -> Pipeline | None:
+        """The declared pipeline (catalog, then API); None when neither declares one."""
+        found = await entity(context, ref)
+        if found is not None:
+            try:
+                pipeline = declared(found.spec, found.annotations)
+            except PipelineError as exc:
+                log.warning("pipeline not usable", extra={"ref": ref, "error": str(exc)})
+                pipeline = None
+            if pipeline is not None:
+                return pipeline
+        row = await context.db.fetchval(
+            "select stages from deployment_pipelines where component_ref = $1", ref
+        )
+        return stored(row) if row is not None else None
+
+    async def pipeline_or_seen(self, context: Context, ref: str) -> Pipeline:
+        """The declared pipeline, else the stages deploys went to, oldest first."""
+        pipeline = await self.pipeline(context, ref)
+        if pipeline is not None:
+            return pipeline
+        rows = await context.db.fetch(
+            "select stage, min(started_at) as first from deployment_deploys"
+            " where component_ref = $1 group by stage order by first",
+            ref,
+        )
+        production = set(self.settings.deployments_production_stages)
+        return Pipeline(tuple(Stage(r["stage"], r["stage"] in production) for r in rows), "events")
+
+    async def is_production(self, context: Context, ref: str, stage: str) -> bool:
+        pipeline = await self.pipeline(context, ref)
+        found = pipeline.stage(stage) if pipeline is not None else None
+        if found is not None:
+            return found.production
+        return stage in self.settings.deployments_production_stages
+
+    # Ingesting.
+
+    async def ingest(
+        self, source: str, delivery: str, event: str, body: bytes, parsed: Any
+    ) -> Ingested:
+        """Record a verified delivery raw and apply it; a delivery id seen before changes
+        nothing. An event naming no known component waits (``attach_waiting``)."""
+        incoming = self.read(source, event, parsed)
+        db = self.services.database
+        context = await self.services.context(None, viewer=HOOK_VIEWER)
+        async with db.transaction() as tx:
+            event_id = await record_event(
+                tx, source, delivery, event, body.decode("utf-8"), incoming.subject
+            )
+            if event_id is None:
+                return Ingested("duplicate")
+            component = await self.component_of(context, incoming)
+            if component is None:
+                await mark_event(tx, event_id, None, None, f"no component for {incoming.subject}")
+                return Ingested("waiting")
+            result = await self._apply(context, tx, event_id, incoming, component)
+        if result.outcome == "applied":
+            await announce_changes(self.services, [f"{CHANGE_PREFIX}{component}"])
+        return result
+
+    @staticmethod
+    def read(source: str, event: str, parsed: Any) -> Incoming:
+        return from_github(event, parsed) if source == "github" else from_atrium(parsed)
+
+    async def component_of(self, context: Context, incoming: Incoming) -> str | None:
+        if incoming.source == "github":
+            refs = await entities_with_annotation(
+                context, SLUG_ANNOTATION, incoming.subject, kind="Component"
+            )
+            return refs[0] if refs else None
+        found = await entity(context, incoming.subject)
+        return found.ref if found is not None and found.kind == "Component" else None
+
+    async def _apply(
+        self, context: Context, tx: Any, event_id: int, incoming: Incoming, component: str
+    ) -> Ingested:
+        production = await self.is_production(context, component, incoming.stage)
+        applied = await apply(tx, incoming, component, production)
+        outcome = "applied" if applied.changed else "unchanged"
+        await mark_event(tx, event_id, component, applied.deploy_id, outcome)
+        return Ingested(outcome, component, applied.deploy_id, applied.state)
+
+    async def attach_waiting(self) -> int:
+        """Apply waiting events whose component has appeared since, in the order received;
+        returns how many were attached."""
+        db = self.services.database
+        rows = await db.fetch(
+            "select id, source, event, body, subject from deployment_events"
+            " where attached_at is null order by id limit $1",
+            WAITING_BATCH,
+        )
+        if not rows:
+            return 0
+        context = await self.services.context(None, viewer=HOOK_VIEWER)
+        found: dict[str, str | None] = {}
+        changed: set[str] = set()
+        attached = 0
+        for row in rows:
+            try:
+                incoming = self.read(row["source"], row["event"], orjson.loads(row["body"]))
+            except (BadEvent, orjson.JSONDecodeError):  # cannot happen for recorded events
+                continue
+            key = f"{incoming.source}:{incoming.subject}"
+            if key not in found:
+                found[key] = await self.component_of(context, incoming)
+            component = found[key]
+            if component is None:
+                continue
+            async with db.transaction() as tx:
+                result = await self._apply(context, tx, row["id"], incoming, component)
+            attached += 1
+            if result.outcome == "applied":
+                changed.add(component)
+        if changed:
+            await announce_changes(self.services, [f"{CHANGE_PREFIX}{c}" for c in changed])
+        return attached
+
+    # Promoting and rolling back.
+
+    async def release(self, context: Context, ref: str, version: str) -> dict[str, Any]:
+        row = await context.db.fetchrow(
+            "select * from deployment_releases where component_ref = $1 and version = $2",
+            ref,
+            version,
+        )
+        if row is None:
+            raise UserError(f"{ref} has no release {version}", "NOT_FOUND")
+        return dict(row)
+
+    async def deploy(
+        self,
+        context: Context,
+        ref: str,
+        version: str,
+        stage_name: str,
+        *,
+        rollback: bool = False,
+    ) -> DeployRow:
+        """Deploy a release to a stage: roll its PinApp, or ask the CD system."""
+        pipeline = await self.pipeline(context, ref)
+        if pipeline is None:
+            raise UserError(
+                f"{ref} has no pipeline: declare spec.pipeline in its catalog-info.yaml or "
+                "set one with setPipeline",
+                "FAILED_PRECONDITION",
+            )
+        stage = pipeline.stage(stage_name)
+        if stage is None:
+            names = ", ".join(s.name for s in pipeline.stages)
+            raise UserError(f"{ref} has no stage {stage_name} (its stages: {names})", "NOT_FOUND")
+        release = await self.release(context, ref, version)
+        busy = await context.db.fetchval(
+            "select id from deployment_deploys where component_ref = $1 and stage = $2"
+            " and state in ('pending', 'in_progress') limit 1",
+            ref,
+            stage.name,
+        )
+        if busy is not None:
+            raise UserError(
+                f"stage {stage.name} of {ref} is busy with deploy {busy}: wait for it or let it "
+                "fail first",
+                "CONFLICT",
+            )
+        if stage.pin_app is not None:
+            return await self._roll(context, ref, release, stage, rollback)
+        return await self._ask_cd(context, ref, release, stage, rollback)
+
+    async def _roll(
+        self, context: Context, ref: str, release: dict[str, Any], stage: Stage, rollback: bool
+    ) -> DeployRow:
+        assert stage.pin_app is not None
+        if not release["artifact"]:
+            raise UserError(
+                f"release {release['version']} of {ref} names no artifact (image) to roll out",
+                "FAILED_PRECONDITION",
+            )
+        try:
+            workloads = service(context, "workloads")
+        except ServiceMissing:
+            raise UserError(
+                f"stage {stage.name} deploys to a PinApp, and no plugin provides workloads",
+                "UNAVAILABLE",
+            ) from None
+        cluster, namespace, name = stage.pin_app
+        current = workloads.get(cluster, namespace, name)
+        if current is None:
+            raise UserError(
+                f"stage {stage.name} deploys to PinApp {cluster}/{namespace}/{name}, which no "
+                "cluster reports",
+                "NOT_FOUND",
+            )
+        if current.entity_ref is not None and current.entity_ref != ref:
+            raise UserError(
+                f"PinApp {cluster}/{namespace}/{name} belongs to {current.entity_ref}, not {ref}",
+                "FORBIDDEN",
+            )
+        rollout = await workloads.set_image(
+            context, cluster, namespace, name, release["artifact"], expect_image=current.image
+        )
+        now = datetime.now(UTC)
+        deadline = now + timedelta(seconds=self.settings.deployments_progress_deadline)
+        deploy_id = await self._insert(
+            context,
+            ref,
+            release["id"],
+            stage,
+            "in_progress",
+            source="atrium",
+            rollback=rollback,
+            rollout=rollout,
+            deadline=deadline,
+        )
+        self.follow((cluster, namespace, name), deploy_id)
+        await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+        return await self.one(context.db, deploy_id)
+
+    async def _ask_cd(
+        self, context: Context, ref: str, release: dict[str, Any], stage: Stage, rollback: bool
+    ) -> DeployRow:
+        url = self.settings.deployments_cd_url
+        secret = self.settings.deployments_cd_secret
+        if not url or secret is None:
+            raise UserError(
+                f"stage {stage.name} is bound to no PinApp and no CD system is configured "
+                "(ATRIUM_DEPLOYMENTS_CD_URL and ATRIUM_DEPLOYMENTS_CD_SECRET)",
+                "UNAVAILABLE",
+            )
+        external = f"atrium-{uuid.uuid4().hex[:16]}"
+        deploy_id = await self._insert(
+            context,
+            ref,
+            release["id"],
+            stage,
+            "pending",
+            source="webhook",
+            rollback=rollback,
+            external_id=external,
+        )
+        body = orjson.dumps(
+            {
+                "deploy": {"id": external, "rollback": rollback, "actor": context.viewer.actor},
+                "component": ref,
+                "stage": stage.name,
+                "release": {
+                    "version": release["version"],
+                    "commitSha": release["commit_sha"],
+                    "artifact": release["artifact"],
+                },
+            }
+        )
+        headers = {
+            "Content-Type": "application/json",
+            "X-Atrium-Delivery": external,
+            "X-Atrium-Event": "deploy",
+            "X-Atrium-Signature-256": sign(secret.get_secret_value(), body),
+        }
+        try:
+            answer = await self.http.post(
+                url, content=body, headers=headers, timeout=self.settings.deployments_cd_timeout
+            )
+            answer.raise_for_status()
+        except httpx.HTTPError as exc:
+            why = f"the CD system did not take the deploy: {exc}"[:1000]
+            await context.db.execute(
+                "update deployment_deploys set state = 'failed', finished_at = now(),"
+                " message = $2, updated_at = now() where id = $1",
+                deploy_id,
+                why,
+            )
+            await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+            raise UserError(why, "UNAVAILABLE") from exc
+        await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+        return await self.one(context.db, deploy_id)
+
+    async def _insert(
+        self,
+        context: Context,
+        ref: str,
+        release_id: int,
+        stage: Stage,
+        state: str,
+        *,
+        source: str,
+        rollback: bool,
+        rollout: dict[str, Any] | None = None,
+        deadline: datetime | None = None,
+        external_id: str | None = None,
+    ) -> int:
+        return int(
+            await context.db.fetchval(
+                "insert into deployment_deploys (component_ref, stage, production, release_id,"
+                " state, actor, started_at, source, external_id, is_rollback, rollout, deadline)"
+                " values ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10::jsonb, $11)"
+                " returning id",
+                ref,
+                stage.name,
+                stage.production,
+                release_id,
+                state,
+                context.viewer.actor,
+                source,
+                external_id or f"atrium-{uuid.uuid4().hex[:16]}",
+                rollback,
+                rollout,
+                deadline,
+            )
+        )
+
+    async def rollback_target(
+        self, context: Context, ref: str, stage: str, to_release: str | None
+    ) -> str:
+        """The version a rollback deploys: the one asked for, else the stage's last good
+        release before its current one."""
+        if to_release is not None:
+            return to_release
+        rows = await context.db.fetch(
+            "select r.version from deployment_deploys d join deployment_releases r"
+            " on r.id = d.release_id where d.component_ref = $1 and d.stage = $2"
+            " and d.state = 'succeeded' order by d.finished_at desc nulls last, d.id desc"
+            " limit 50",
+            ref,
+            stage,
+        )
+        versions: list[str] = [r["version"] for r in rows]
+        for version in versions[1:]:
+            if version != versions[0]:
+                return version
+        raise UserError(
+            f"stage {stage} of {ref} has no earlier good release to roll back to",
+            "FAILED_PRECONDITION",
+        )
+
+    # Following rollouts.
+
+    def follow(self, pin_app: tuple[str, str, str], deploy_id: int) -> None:
+        self.following.setdefault(pin_app, set()).add(deploy_id)
+
+    def changed(self, cluster: str, namespace: str, name: str) -> None:
+        """The informer saw a PinApp change: check the rollouts of it this replica follows."""
+        ids = self.following.get((cluster, namespace, name))
+        if ids:
+            task = asyncio.get_running_loop().create_task(self.check_rollouts(sorted(ids)))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+
+    async def check_rollouts(self, ids: list[int] | None = None) -> int:
+        """Move in-flight PinApp deploys on from the informer's view: ``succeeded`` once
+        rolled out, ``failed`` when replaced, gone or past their deadline. Every replica may
+        run this: a deploy moves once (the update checks its state). Returns how many moved."""
+        db = self.services.database
+        rows = await db.fetch(
+            "select id, component_ref, rollout, deadline, is_rollback, stage"
+            " from deployment_deploys where state in ('pending', 'in_progress')"
+            " and rollout is not null and ($1::bigint[] is null or id = any($1))",
+            ids,
+        )
+        if not rows:
+            return 0
+        try:
+            workloads = service(self.services, "workloads")
+        except ServiceMissing:
+            return 0
+        moved: set[str] = set()
+        now = datetime.now(UTC)
+        for row in rows:
+            rollout = (
+                orjson.loads(row["rollout"]) if isinstance(row["rollout"], str) else row["rollout"]
+            )
+            state = workloads.rollout_state(rollout)
+            message = None
+            if state == "complete":
+                new = "succeeded"
+            elif state in ("failed", "gone"):
+                new = "failed"
+                message = (
+                    f"PinApp {rollout['cluster']}/{rollout['namespace']}/{rollout['name']} "
+                    + ("is gone" if state == "gone" else "did not roll out")
+                )
+            elif row["deadline"] is not None and now >= row["deadline"]:
+                new = "failed"
+                message = "progress deadline passed before the rollout completed"
+            else:
+                continue
+            async with db.transaction() as tx:
+                done = await tx.fetchval(
+                    "update deployment_deploys set state = $2, finished_at = now(),"
+                    " message = coalesce($3, message), updated_at = now()"
+                    " where id = $1 and state in ('pending', 'in_progress') returning id",
+                    row["id"],
+                    new,
+                    message,
+                )
+                if done is not None and new == "succeeded" and row["is_rollback"]:
+                    await mark_rolled_back(tx, row["component_ref"], row["stage"], row["id"])
+            if done is not None:
+                moved.add(row["component_ref"])
+                key = (rollout["cluster"], rollout["namespace"], rollout["name"])
+                self.following.get(key, set()).discard(row["id"])
+        if moved:
+            await announce_changes(self.services, [f"{CHANGE_PREFIX}{r}" for r in moved])
+        return len(moved)
+
+    @staticmethod
+    async def one(db: Any, deploy_id: int) -> DeployRow:
+        row = await db.fetchrow(
+            f"select {DEPLOY_COLUMNS} from deployment_deploys d"
+            " join deployment_releases r on r.id = d.release_id where d.id = $1",
+            deploy_id,
+        )
+        assert row is not None
+        return DeployRow.of(row)
+
+
+@contextlib.asynccontextmanager
+async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[Deployments]:
+    async with httpx.AsyncClient() as http:
+        deployments = Deployments(settings, services, http)
+        stop = None
+        try:
+            workloads = service(services, "workloads")
+        except ServiceMissing:
+            workloads = None
+        if workloads is not None:
+            with contextlib.suppress(ServiceMissing):
+                stop = workloads.on_change(deployments.changed)
+        try:
+            yield deployments
+        finally:
+            if stop is not None:
+                stop()
+            for task in list(deployments.tasks):
+                task.cancel()
+            await asyncio.gather(*deployments.tasks, return_exceptions=True)

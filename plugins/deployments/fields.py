@@ -64,6 +64,15 @@ def deployments_of(info: Info) -> Deployments:
     return found
 
 
+async def _component(info: Info, ref: str) -> str:
+    """The ref of the component named, normalised (``component:x`` is
+    ``component:default/x``); NOT_FOUND unless it is a component of the catalog."""
+    found = await entity(info, ref)
+    if found is None or found.kind != "Component":
+        raise UserError(f"no component {ref}", "NOT_FOUND")
+    return found.ref
+
+
 def _shows(info: Info, ref: str) -> None:
     """This answer shows the component's deploys: cached briefly, dropped when they change."""
     info.context.depends_on(f"{CHANGE_PREFIX}{ref}")
@@ -256,7 +265,7 @@ class DeploymentQuery:
         if wanted.owner is not None:
             components = await entities_owned_by(info.context, wanted.owner.strip().lower())
         if wanted.component is not None:
-            ref = wanted.component.strip().lower()
+            ref = await _component(info, wanted.component)
             components = [ref] if components is None or ref in components else []
         # Wide lists change with any deploy: a short life in the cache, and no tag to rely on.
         info.context.cache_hint(max_age=0)
@@ -289,7 +298,7 @@ class DeploymentMutation:
     )
     async def promote_release(self, info: Info, component: str, release: str, stage: str) -> Deploy:
         deployments = deployments_of(info)
-        ref = component.strip().lower()
+        ref = await _component(info, component)
         return Deploy(row=await deployments.deploy(info.context, ref, release, stage))
 
     @strawberry.mutation(
@@ -302,7 +311,7 @@ class DeploymentMutation:
         self, info: Info, component: str, stage: str, to_release: str | None = None
     ) -> Deploy:
         deployments = deployments_of(info)
-        ref = component.strip().lower()
+        ref = await _component(info, component)
         version = await deployments.rollback_target(info.context, ref, stage, to_release)
         row = await deployments.deploy(info.context, ref, version, stage, rollback=True)
         return Deploy(row=row)
@@ -314,10 +323,7 @@ class DeploymentMutation:
     )
     async def set_pipeline(self, info: Info, component: str, stages: list[StageInput]) -> Pipeline:
         deployments = deployments_of(info)
-        ref = component.strip().lower()
-        found = await entity(info, ref)
-        if found is None or found.kind != "Component":
-            raise UserError(f"no component {ref}", "NOT_FOUND")
+        ref = await _component(info, component)
         existing = await deployments.pipeline(info.context, ref)
         if existing is not None and existing.declared_in == "catalog":
             raise UserError(
@@ -354,7 +360,7 @@ class DeploymentSubscription:
         "wherever the change was made."
     )
     async def component_deploys(self, info: Info, component: str) -> AsyncGenerator[Deploy, None]:
-        ref = component.strip().lower()
+        ref = await _component(info, component)
         db = info.context.db
         since = await db.fetchval("select now()")
         seen: set[tuple[int, datetime]] = set()

@@ -162,11 +162,12 @@ on conflict (component_ref, version) do update set
 returning id, created_at
 """
 
+# What the stage ran when a deploy began (events may arrive long after, or out of order).
 _CURRENT_RELEASE: Final = """
 select r.id, r.created_at from deployment_deploys d
 join deployment_releases r on r.id = d.release_id
-where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
-order by d.finished_at desc nulls last, d.id desc limit 1
+where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded' and d.finished_at <= $3
+order by d.finished_at desc, d.id desc limit 1
 """
 
 
@@ -198,7 +199,9 @@ async def apply(tx: Any, incoming: Incoming, component_ref: str, production: boo
     if existing is None:
         is_rollback = incoming.is_rollback
         if not is_rollback:
-            current = await tx.fetchrow(_CURRENT_RELEASE, component_ref, incoming.stage)
+            current = await tx.fetchrow(
+                _CURRENT_RELEASE, component_ref, incoming.stage, incoming.started_at or incoming.at
+            )
             is_rollback = (
                 current is not None
                 and current["id"] != release_id
@@ -247,12 +250,14 @@ async def apply(tx: Any, incoming: Incoming, component_ref: str, production: boo
 
 
 async def mark_rolled_back(tx: Any, component_ref: str, stage: str, rollback_id: int) -> None:
-    """The deploy a successful rollback replaced (the stage's newest success before it)."""
+    """The deploy a successful rollback replaced: the stage's newest success that finished
+    before the rollback began."""
     await tx.execute(
         "update deployment_deploys set state = 'rolled_back', updated_at = now() where id = ("
-        " select id from deployment_deploys where component_ref = $1 and stage = $2"
-        " and state = 'succeeded' and id <> $3"
-        " order by finished_at desc nulls last, id desc limit 1)",
+        " select d.id from deployment_deploys d, deployment_deploys b"
+        " where b.id = $3 and d.component_ref = $1 and d.stage = $2"
+        " and d.state = 'succeeded' and d.id <> $3 and d.finished_at <= b.started_at"
+        " order by d.finished_at desc, d.id desc limit 1)",
         component_ref,
         stage,
         rollback_id,

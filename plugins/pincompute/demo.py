@@ -117,6 +117,7 @@ def demo_cluster(catalog: Path, kubeconfig: Path) -> Iterator[str]:
 
     def run() -> None:
         loop = asyncio.new_event_loop()
+        asyncio.set_event_loop(loop)  # this thread's own
         task = loop.create_task(_serve(catalog, url, ready))
         stop.append((loop, task))
         try:

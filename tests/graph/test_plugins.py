@@ -3,17 +3,28 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import importlib
 import subprocess
 import sys
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from graph.assembly import assemble, discover_plugins
 from graph.catalog.plugin import CatalogPlugin
-from graph.plugin import DataLoader, PluginBuilder, PluginConflict, SchemaExtension, strawberry
+from graph.plugin import (
+    DataLoader,
+    PluginBuilder,
+    PluginConflict,
+    SchemaExtension,
+    app_services,
+    service,
+    strawberry,
+)
 from graph.settings import Settings
 from tests.conftest import AppFactory
 
@@ -52,7 +63,7 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 async def test_an_installed_plugin_is_discovered_and_serves_its_field(
     installed_example: Path, make_client: AppFactory
 ) -> None:
-    found = discover_plugins(Settings(disabled_plugins=["pincompute"]))
+    found = discover_plugins(Settings(disabled_plugins=["deployments", "pincompute"]))
     assert [p.id for p in found] == ["hello"]
     client = await make_client(plugins=found)
     body = await client.gql('{ en: hello(name: "Ada") fr: hello(name: "Ada", language: "fr") }')
@@ -65,10 +76,10 @@ async def test_an_installed_plugin_is_discovered_and_serves_its_field(
 
 
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:
-    assert [p.id for p in discover_plugins(Settings(disabled_plugins=["hello"]))] == ["pincompute"]
-    assert (
-        discover_plugins(Settings.model_validate({"disabled_plugins": "hello, pincompute"})) == []
-    )
+    found = discover_plugins(Settings(disabled_plugins=["hello"]))
+    assert [p.id for p in found] == ["deployments", "pincompute"]
+    every = "hello, deployments, pincompute"
+    assert discover_plugins(Settings.model_validate({"disabled_plugins": every})) == []
 
 
 @strawberry.type
@@ -161,3 +172,82 @@ async def test_jobs_run_repeatedly_and_extensions_see_operations(
     [failure] = [r for r in caplog.records if r.getMessage() == "background job failed"]
     assert failure.job == "busy.tick"  # type: ignore[attr-defined]
     assert busy.operations == ["Named"]
+
+
+class _Provider:
+    def __init__(self, id: str, service_name: str = "clock") -> None:
+        self.id = id
+        self.service_name = service_name
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.provide(self.service_name, lambda state: ("clock of", state))
+
+        @contextlib.asynccontextmanager
+        async def lifespan(services: object) -> AsyncIterator[str]:
+            yield f"{self.id}'s state"
+
+        builder.lifespan(lifespan)
+
+
+class _User:
+    id = "user"
+
+    def __init__(self, optional: bool = False) -> None:
+        self.optional = optional
+        self.seen: list[object] = []
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.use("clock", optional=self.optional)
+        plugin = self
+
+        @contextlib.asynccontextmanager
+        async def lifespan(services: object) -> AsyncIterator[None]:
+            # Providers start first, whatever the plugins' order.
+            plugin.seen.append(service(services, "clock"))
+            yield None
+
+        builder.lifespan(lifespan)
+
+        async def hook(request: Request) -> Response:
+            found = service(app_services(request), "clock")
+            return JSONResponse({"clock": list(found)})
+
+        builder.route("/hooks/user", hook)
+
+
+def test_a_service_provided_twice_or_missing_fails_naming_the_plugins() -> None:
+    with pytest.raises(
+        PluginConflict, match="service clock is provided by plugin a and by plugin b"
+    ):
+        assemble(Settings(), [CatalogPlugin(), _Provider("a"), _Provider("b")])
+    with pytest.raises(PluginConflict, match="plugin user needs the service clock, which no"):
+        assemble(Settings(), [CatalogPlugin(), _User()])
+    assemble(Settings(), [CatalogPlugin(), _User(optional=True)])  # optional: may be missing
+
+
+def test_routes_stay_under_hooks_or_the_plugins_folder_and_are_claimed_once() -> None:
+    class Stray:
+        id = "stray"
+
+        def setup(self, builder: PluginBuilder) -> None:
+            builder.route("/graphql", lambda request: None)  # type: ignore[arg-type,return-value]
+
+    with pytest.raises(PluginConflict, match="route /graphql must be under /hooks/"):
+        assemble(Settings(), [CatalogPlugin(), Stray()])
+
+    class Twin(_User):
+        id = "twin"
+
+    with pytest.raises(PluginConflict, match="route POST /hooks/user is served by plugin user"):
+        assemble(Settings(), [CatalogPlugin(), _Provider("a"), _User(), Twin()])
+
+
+async def test_one_plugin_uses_anothers_service_and_serves_a_route(
+    make_client: AppFactory,
+) -> None:
+    user = _User()
+    client = await make_client(plugins=[user, _Provider("a")])
+    assert user.seen == [("clock of", "a's state")]
+    answer = await client.post("/hooks/user")
+    assert answer.status_code == 200 and answer.json() == {"clock": ["clock of", "a's state"]}
+    assert (await client.get("/hooks/user")).status_code == 405

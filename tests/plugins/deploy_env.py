@@ -235,7 +235,11 @@ class Env:
 
 @asynccontextmanager
 async def deploy_env(
-    make_client: AppFactory, tmp_path: Path, **deployment_settings: Any
+    make_client: AppFactory,
+    tmp_path: Path,
+    *,
+    app_settings: dict[str, Any] | None = None,
+    **deployment_settings: Any,
 ) -> AsyncIterator[Env]:
     async with start_clusters("east") as (east,):
         await east.put("pinapps", "shop", pinapp("checkout", "registry.example/checkout:1.0"))
@@ -256,7 +260,8 @@ async def deploy_env(
             **deployment_settings,
         )
         client: Client = await make_client(
-            plugins=[PinComputePlugin(compute), DeploymentsPlugin(settings)]
+            plugins=[PinComputePlugin(compute), DeploymentsPlugin(settings)],
+            **(app_settings or {}),
         )
         assert not (await apply_batch(client.services.db, parse_documents(ORG, "org.yaml"))).errors
 

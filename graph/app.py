@@ -89,7 +89,7 @@ def create_app(
         services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
-            services.console = Console.load(settings.console_dir)
+            services.console = Console.load(settings.console_dir, assembly.panels)
             if services.console is not None:
                 # The console's operations run in production, where only trusted ones do.
                 await trust(services.db, services.console.documents)

@@ -33,6 +33,7 @@ from graph.plugin import (
     Endpoint,
     GaugeSource,
     Lifespan,
+    PagePanel,
     Plugin,
     PluginBuilder,
     PluginConflict,
@@ -62,6 +63,8 @@ class Assembly:
     routes: list[tuple[str, tuple[str, ...], Endpoint]] = field(default_factory=list)
     # service name → (providing plugin id, factory given its lifespan state)
     services: dict[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
+    # Panels plugins add to the console's pages, in plugin order.
+    panels: list[PagePanel] = field(default_factory=list)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -147,6 +150,7 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                     f"plugin {plugin.id}"
                 )
             assembly.services[name] = (plugin.id, factory)
+        assembly.panels += contribution.panels
         needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
 
     # Providers start before the plugins using their services (and stop after them).

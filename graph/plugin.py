@@ -79,6 +79,7 @@ __all__ = [
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
+    "PagePanel",
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
@@ -149,6 +150,20 @@ class GaugeSource:
     read: Callable[[Any], Awaitable[dict[tuple[str, ...], float]]]  # receives the services
 
 
+@dataclass(frozen=True, slots=True)
+class PagePanel:
+    """A panel a plugin adds to a console page (``builder.panel``)."""
+
+    plugin_id: str
+    page: str  # "entity" or "team"
+    operation: str  # a console operation (web/src/operations/<name>.graphql), given {ref}
+    template: Path | None  # Jinja HTML of the panel for the server-rendered page
+    kinds: tuple[str, ...] | None  # entity kinds (lowercase) it shows on; None: every kind
+
+
+PAGES = ("entity", "team")
+
+
 @dataclass(slots=True)
 class _Contribution:
     plugin_id: str
@@ -168,6 +183,7 @@ class _Contribution:
     routes: list[tuple[str, tuple[str, ...], Endpoint]] = field(default_factory=list)
     provides: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     uses: dict[str, bool] = field(default_factory=dict)  # service name → required
+    panels: list[PagePanel] = field(default_factory=list)
 
 
 class PluginBuilder:
@@ -264,6 +280,35 @@ class PluginBuilder:
         plugin provides it; an optional one may be missing, and ``service`` then raises
         ``ServiceMissing``, which the plugin turns into a plain answer."""
         self.contribution.uses[name] = not optional
+
+    def panel(
+        self,
+        page: str,
+        operation: str,
+        *,
+        template: Path | None = None,
+        kinds: tuple[str, ...] | None = None,
+    ) -> None:
+        """A panel on a console page (``entity`` or ``team``; ``kinds`` narrows an entity
+        page to some kinds, e.g. ``("component",)``). The server runs ``operation`` (one of the
+        console's persisted operations, given ``{"ref": <the page's ref>}``) in-process with
+        the page's own and embeds its answer, so the client's panel renders without asking;
+        ``template`` is the panel's server HTML (Jinja, autoescaped; ``data[operation]`` is the
+        answer, the core's ``_macros.html`` may be imported), shown before the client starts
+        and without JavaScript. The client's side is the plugin's folder under
+        ``web/src/plugins/`` (web/README.md)."""
+        if page not in PAGES:
+            raise PluginConflict(f"plugin {self.plugin_id}: no console page {page!r} ({PAGES})")
+        if template is not None and not template.is_file():
+            raise PluginConflict(f"plugin {self.plugin_id}: panel template {template} is missing")
+        found = PagePanel(
+            self.plugin_id,
+            page,
+            operation,
+            template,
+            tuple(k.lower() for k in kinds) if kinds is not None else None,
+        )
+        self.contribution.panels.append(found)
 
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
         self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))

@@ -38,9 +38,19 @@ class Console:
     pages: PageCache = field(default_factory=lambda: PageCache(max_bytes=16 * 2**20))
     # The users a person may act as in development, and when they were listed.
     demo_users: tuple[float, list[dict[str, Any]]] = (-1e9, [])
+    # Panels plugins add to pages (graph.plugin.PagePanel).
+    panels: list[Any] = field(default_factory=list)
+
+    def panels_of(self, page: str, kind: str | None = None) -> list[Any]:
+        """The panels of a page (an entity page's for this kind), in plugin order."""
+        return [
+            p
+            for p in self.panels
+            if p.page == page and (p.kinds is None or kind is None or kind in p.kinds)
+        ]
 
     @classmethod
-    def load(cls, build: Path) -> Console | None:
+    def load(cls, build: Path, panels: list[Any] | None = None) -> Console | None:
         """The build at ``build``, or None (logged) when there is none or it is incomplete."""
         if not (build / ".vite" / "manifest.json").is_file():
             log.warning(
@@ -54,12 +64,40 @@ class Console:
         version = hashlib.blake2b(
             manifest_bytes + (build / PERSISTED_MANIFEST).read_bytes(), digest_size=8
         ).hexdigest()
-        return cls(build, vite, documents, operations, _environment(), version)
+        panels = list(panels or [])
+        for panel in panels:
+            if panel.operation not in operations:
+                log.error(
+                    "plugin %s's panel needs the console operation %s, which the build lacks: "
+                    "rebuild it (make web)",
+                    panel.plugin_id,
+                    panel.operation,
+                )
+        panels = [p for p in panels if p.operation in operations]
+        environment = _environment(panels)
+        return cls(build, vite, documents, operations, environment, version, panels=panels)
 
 
-def _environment() -> jinja2.Environment:
+def panel_template(panel: Any) -> str | None:
+    """A panel's template, as the page's Jinja environment names it."""
+    return f"{panel.plugin_id}/{panel.template.name}" if panel.template is not None else None
+
+
+def _environment(panels: list[Any]) -> jinja2.Environment:
+    # The core's templates, and each plugin's panel templates under its id (``deployments/x``).
+    folders: dict[str, list[str]] = {}
+    for panel in panels:
+        if panel.template is not None:
+            folders.setdefault(panel.plugin_id, []).append(str(panel.template.parent))
     env = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(_TEMPLATES),
+        loader=jinja2.ChoiceLoader(
+            [
+                jinja2.FileSystemLoader(_TEMPLATES),
+                jinja2.PrefixLoader(
+                    {pid: jinja2.FileSystemLoader(dirs) for pid, dirs in folders.items()}
+                ),
+            ]
+        ),
         autoescape=True,
         trim_blocks=True,
         lstrip_blocks=True,

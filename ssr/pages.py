@@ -28,7 +28,7 @@ from graph.view import run_in_process
 from loaders.responses import etag_of
 from sources.auth import Viewer
 from sources.errors import NotAuthenticated
-from ssr.console import Console, embed_json
+from ssr.console import Console, embed_json, panel_template
 
 __all__ = ["catalog_page", "entity_page", "home_page", "team_redirect", "workload_page"]
 
@@ -83,11 +83,11 @@ async def entity_page(request: Request) -> Response:
     ref = f"{kind}:{namespace}/{name}"
     if kind == "group":
         operations = [("TeamPage", {"ref": ref}), ("TeamWorkloads", {"ref": ref})]
-        return await _render(request, "team", "team.html", name, operations, ref=ref)
+        return await _render(request, "team", "team.html", name, operations, ref=ref, kind=kind)
     operations = [("EntityPage", {"ref": ref})]
     if kind == "component":
         operations.append(("EntityWorkloads", {"ref": ref}))
-    return await _render(request, "entity", "entity.html", name, operations, ref=ref)
+    return await _render(request, "entity", "entity.html", name, operations, ref=ref, kind=kind)
 
 
 async def _render(
@@ -98,10 +98,11 @@ async def _render(
     operations: list[tuple[str, dict[str, Any]]],
     *,
     ref: str | None = None,
+    kind: str | None = None,
 ) -> Response:
     """A page, counted and logged as the API's requests are (operation ``page:<route>``)."""
     started = time.perf_counter()
-    response = await _page(request, route, template, title, operations, ref)
+    response = await _page(request, route, template, title, operations, ref, kind)
     services: Services = request.app.state.services
     services.record_request(
         "GET", f"page:{route}", response.status_code, time.perf_counter() - started
@@ -116,6 +117,7 @@ async def _page(
     title: str,
     operations: list[tuple[str, dict[str, Any]]],
     ref: str | None,
+    kind: str | None = None,
 ) -> Response:
     services: Services = request.app.state.services
     console: Console | None = services.console
@@ -123,6 +125,9 @@ async def _page(
         return PlainTextResponse(
             "The console is not built: run `make web` (the API is at /graphql).", 503
         )
+    # Plugins' panels on this page: their operations run with the page's, their HTML follows.
+    panels = console.panels_of(route, kind) if ref is not None else []
+    operations = [*operations, *((p.operation, {"ref": ref}) for p in panels)]
     if not services.settings.ssr:
         template, operations = "shell.html", []
     client = request.client.host if request.client else None
@@ -176,6 +181,11 @@ async def _page(
             )
         ),
         page=Markup(embed_json(page)),
+        panels=[
+            {"template": panel_template(p), "operation": p.operation}
+            for p in panels
+            if p.template is not None
+        ],
     )
     body = html.encode()
     if etag is not None:

@@ -12,13 +12,17 @@ from strawberry import relay
 from graph.plugin import (
     EVERYTHING,
     Authorize,
+    CacheControl,
+    CacheScope,
     EntityOwner,
     Info,
     UserError,
     entities_owned_by,
     entity,
+    entity_owner,
     follow_changes,
     strawberry,
+    viewer_may_change,
 )
 from plugins.deployments.model import DeployState
 from plugins.deployments.pipelines import PipelineError, parse_stages
@@ -205,6 +209,15 @@ class ComponentDeployments:
         _window(days)
         _shows(info, ref)
         return _dora(await dora(info.context.db, [ref], days))
+
+    @strawberry.field(
+        description="Whether the viewer may promote and roll back its releases (its owners' "
+        "members and admins): for a console deciding to show the buttons.",
+        directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
+    )
+    async def viewer_can_deploy(self, info: Info) -> bool:
+        owner = await entity_owner(info.context, self.ref)  # type: ignore[attr-defined]
+        return await viewer_may_change(info.context, owner)
 
 
 @strawberry.type

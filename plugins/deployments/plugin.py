@@ -22,6 +22,7 @@ from plugins.deployments.settings import DeploymentSettings
 __all__ = ["DeploymentsPlugin"]
 
 MIGRATIONS = Path(__file__).parent / "migrations"
+TEMPLATES = Path(__file__).parent / "templates"
 
 
 class DeploymentsPlugin:
@@ -40,6 +41,15 @@ class DeploymentsPlugin:
         builder.extend_type("Group", GroupDeployments)
         builder.route("/hooks/deployments/github", github_hook)
         builder.route("/hooks/deployments", atrium_hook)
+        # The console: a component's pipeline and history, a team's DORA figures (the client's
+        # side is web/src/plugins/deployments/).
+        builder.panel(
+            "entity",
+            "EntityDeployments",
+            template=TEMPLATES / "entity_deployments.html",
+            kinds=("component",),
+        )
+        builder.panel("team", "TeamDora", template=TEMPLATES / "team_dora.html")
         # Stages bound to a PinApp roll it out through PinCompute; without it they say so.
         builder.use("workloads", optional=True)
 

@@ -27,6 +27,7 @@ from tests.conftest import EXAMPLES, ROOT, _admin, _with_database
 from tests.kube import Cluster, kubeconfig
 
 WEB_DIST = ROOT / "web" / "dist"
+DEPLOY_SECRET = "the console tests' deploy events"
 READY_WITHIN = 60.0
 
 
@@ -114,6 +115,9 @@ def _environment(
         "ATRIUM_TRUSTED_PROXIES": "127.0.0.1",
         "ATRIUM_COMPUTE_WATCH_TIMEOUT": "5",
         "ATRIUM_COMPUTE_REQUEST_TIMEOUT": "2",
+        # Deploy events the tests send, signed; rollouts checked often.
+        "ATRIUM_DEPLOYMENTS_WEBHOOK_SECRET": DEPLOY_SECRET,
+        "ATRIUM_DEPLOYMENTS_CHECK_INTERVAL": "0.2",
     }
 
 

@@ -87,7 +87,10 @@ async def test_an_entity_page_is_rendered_with_its_data_embedded(console: Client
     assert page["variables"] == {"ref": "component:default/checkout"}
     entity = page["data"]["entity"]
     assert entity["ref"] == "component:default/checkout"
-    assert f'<h1 class="atrium-title" elementtiming="entity-name">{entity["title"] or entity["name"]}</h1>' in html
+    assert (
+        f'<h1 class="atrium-title" elementtiming="entity-name">{entity["title"] or entity["name"]}</h1>'
+        in html
+    )
     # What the page shows is what the data says: its owner and every dependency, as links.
     owner = entity["owner"]
     assert f'href="/catalog/default/group/{owner["name"]}"' in html

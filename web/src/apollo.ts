@@ -4,6 +4,7 @@ import { GraphQLWsLink } from "@apollo/client/link/subscriptions";
 import { getMainDefinition } from "@apollo/client/utilities";
 import { generatePersistedQueryIdsFromManifest } from "@apollo/persisted-query-lists";
 import { createClient } from "graphql-ws";
+import { pluginTypePolicies } from "./pluginPolicies";
 
 // The schema's interfaces and what implements them, for fragments on Entity and Node.
 const ENTITY_KINDS = ["Component", "API", "Resource", "System", "Domain", "Group", "User", "Location"];
@@ -23,6 +24,7 @@ export function cache(): InMemoryCache {
           entities: { keyArgs: ["filter", "search", "orderBy", "first", "after"] },
         },
       },
+      ...pluginTypePolicies,
     },
   });
 }

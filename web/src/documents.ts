@@ -1,8 +1,9 @@
-// Every operation of the console, by name: the .graphql files of operations/, which the build
-// also turns into the persisted-query manifest (the server trusts exactly these).
+// Every operation of the console, by name: the .graphql files of operations/ and of each
+// plugin's folder, which the build also turns into the persisted-query manifest (the server
+// trusts exactly these).
 import { gql, type TypedDocumentNode } from "@apollo/client";
 
-const sources = import.meta.glob<string>("./operations/*.graphql", {
+const sources = import.meta.glob<string>(["./operations/*.graphql", "./plugins/*/*.graphql"], {
   query: "?raw",
   import: "default",
   eager: true,

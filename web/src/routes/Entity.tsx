@@ -6,6 +6,7 @@ import { EntityList } from "../components/EntityList";
 import { Panel } from "../components/Panel";
 import { Workloads, unavailableClusters } from "../components/Workloads";
 import { document } from "../documents";
+import { PluginPanels } from "../plugins";
 import { pageRef } from "../urls";
 
 export default function Entity() {
@@ -123,6 +124,7 @@ export default function Entity() {
           loading={workloads.loading && !w}
         />
       ) : null}
+      <PluginPanels page="entity" kind={kind.toLowerCase()} pageRef={ref} />
     </>
   );
 }

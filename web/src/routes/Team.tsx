@@ -6,6 +6,7 @@ import { EntityList } from "../components/EntityList";
 import { Panel } from "../components/Panel";
 import { Workloads, unavailableClusters } from "../components/Workloads";
 import { document } from "../documents";
+import { PluginPanels } from "../plugins";
 import { pageRef } from "../urls";
 
 export default function Team() {
@@ -64,6 +65,7 @@ export default function Team() {
         error={workloads.error}
         loading={workloads.loading && !apps}
       />
+      <PluginPanels page="team" pageRef={ref} />
     </>
   );
 }

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -60,6 +60,12 @@ class DeploymentsPlugin:
 
         builder.lifespan(lifespan)
         builder.job("rollouts", _check_rollouts, interval=settings.deployments_check_interval)
+
+        @contextlib.contextmanager
+        def demo(catalog: Path, data_dir: Path) -> Iterator[dict[str, str]]:
+            yield {"ATRIUM_DEPLOYMENTS_DEMO": "true"}  # a history, written at start-up
+
+        builder.demo(demo)
         builder.job("attach", _attach_waiting, interval=settings.deployments_check_interval)
 
 

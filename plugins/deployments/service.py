@@ -493,6 +493,13 @@ class Deployments:
         return DeployRow.of(row)
 
 
+async def _logged(work: Any) -> None:
+    try:
+        await work
+    except Exception:
+        log.exception("the demo's deploy history could not be written")
+
+
 @contextlib.asynccontextmanager
 async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[Deployments]:
     async with httpx.AsyncClient() as http:
@@ -505,6 +512,12 @@ async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[
         if workloads is not None:
             with contextlib.suppress(ServiceMissing):
                 stop = workloads.on_change(deployments.changed)
+        if settings.deployments_demo and not services.settings.production:
+            from plugins.deployments.demo import seed_history
+
+            task = asyncio.create_task(_logged(seed_history(services)), name="demo history")
+            deployments.tasks.add(task)
+            task.add_done_callback(deployments.tasks.discard)
         try:
             yield deployments
         finally:

@@ -27,5 +27,7 @@ class DeploymentSettings(BaseSettings):
     deployments_check_interval: float = Field(default=5.0, gt=0)
     # Stage names counted as production in DORA figures when a pipeline marks none.
     deployments_production_stages: list[str] = Field(default_factory=lambda: ["production", "prod"])
+    # `atrium serve --demo` sets this: a generated history is written into an empty one.
+    deployments_demo: bool = False
     # How long answers showing deploys may be cached, in seconds (changes drop them at once).
     deployments_cache_seconds: int = Field(default=30, ge=0)

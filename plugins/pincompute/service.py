@@ -2,8 +2,8 @@
 
 Another plugin finds it with ``service(context, "workloads")``.
 
-Small on purpose: read a PinApp, roll it to another image on a viewer's behalf, and follow that
-rollout from the informers. A caller never patches a cluster itself, so every image change goes
+Small on purpose: read a PinApp (or an entity's), roll it to another image on a viewer's
+behalf, and follow that rollout from the informers. A caller never patches a cluster itself, so every image change goes
 through the same checks as ``setWorkloadImage``:
 
 * the PinApp must exist (``NOT_FOUND``) and the viewer must be allowed to change it (its
@@ -64,6 +64,11 @@ class Workloads:
     def get(self, cluster: str, namespace: str, name: str) -> WorkloadView | None:
         stored = self._compute.pinapps.get(Key(cluster, namespace, name))
         return WorkloadView.of(stored) if stored is not None else None
+
+    def of_entity(self, ref: str) -> list[WorkloadView]:
+        """The PinApps of a catalog entity (by their ``atrium.dev/entity-ref``), by key."""
+        found = self._compute.pinapps.of_entities([ref])
+        return [WorkloadView.of(s) for s in sorted(found, key=lambda s: s.key)]
 
     async def set_image(
         self,

@@ -3,8 +3,8 @@
 Another plugin finds it with ``service(context, "workloads")``.
 
 Small on purpose: read a PinApp (or an entity's), roll it to another image on a viewer's
-behalf, and follow that rollout from the informers. A caller never patches a cluster itself, so every image change goes
-through the same checks as ``setWorkloadImage``:
+behalf, and follow that rollout from the informers. A caller never patches a cluster itself,
+so every image change goes through the same checks as ``setWorkloadImage``:
 
 * the PinApp must exist (``NOT_FOUND``) and the viewer must be allowed to change it (its
   entity's owners and admins, ``FORBIDDEN``);

@@ -12,12 +12,17 @@ from typing import Any
 import pytest
 from graphql import parse, print_ast
 
+from plugins.deployments import DeploymentsPlugin
+from plugins.deployments.settings import DeploymentSettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
 from sources.persisted import document_hash
 from tests.conftest import AppFactory, Client
 
-OPERATIONS = Path(__file__).parents[2] / "web" / "src" / "operations"
+WEB_SRC = Path(__file__).parents[2] / "web" / "src"
+# The console's operations and its plugins' (web/src/plugins/<plugin>/).
+OPERATIONS = [*WEB_SRC.glob("operations/*.graphql"), *WEB_SRC.glob("plugins/*/*.graphql")]
+SECRET = "a deploy hook's secret"
 GQL = "application/graphql-response+json"
 
 
@@ -46,10 +51,11 @@ def _build(root: Path) -> Path:
     for name in ("main-AAAAAAAA.js", "vendor-BBBBBBBB.js", "main-CCCCCCCC.css"):
         (build / name).write_text("/* built */")
     operations = []
-    for path in sorted(OPERATIONS.glob("*.graphql")):
+    for path in sorted(OPERATIONS):
         body = print_ast(parse(path.read_text()))
+        kind = body.split(" ", 1)[0]
         operations.append(
-            {"id": document_hash(body), "name": path.stem, "type": "query", "body": body}
+            {"id": document_hash(body), "name": path.stem, "type": kind, "body": body}
         )
     manifest = {"format": "apollo-persisted-query-manifest", "version": 1, "operations": operations}
     (build / "persisted-query-manifest.json").write_text(json.dumps(manifest))
@@ -57,7 +63,10 @@ def _build(root: Path) -> Path:
 
 
 def _plugins() -> list[Any]:
-    return [PinComputePlugin(ComputeSettings())]  # no cluster: workloads answer empty
+    return [
+        PinComputePlugin(ComputeSettings()),  # no cluster: workloads answer empty
+        DeploymentsPlugin(DeploymentSettings(deployments_webhook_secret=SECRET)),
+    ]
 
 
 @pytest.fixture
@@ -82,7 +91,11 @@ async def test_an_entity_page_is_rendered_with_its_data_embedded(console: Client
     assert response.status_code == 200, response.text
     html = response.text
     results = _embedded(html, "apollo-results")
-    assert [r["operationName"] for r in results] == ["EntityPage", "EntityWorkloads"]
+    assert [r["operationName"] for r in results] == [
+        "EntityPage",
+        "EntityWorkloads",
+        "EntityDeployments",
+    ]
     page = results[0]
     assert page["variables"] == {"ref": "component:default/checkout"}
     entity = page["data"]["entity"]
@@ -117,7 +130,7 @@ async def test_the_embedded_results_are_the_answers_a_get_of_the_same_operation_
     console: Client,
 ) -> None:
     html = (await console.get("/catalog/default/component/checkout")).text
-    [page, _] = _embedded(html, "apollo-results")
+    [page, *_] = _embedded(html, "apollo-results")
     digest = console.services.console.operations["EntityPage"]
     api = await console.get(
         "/graphql",
@@ -141,7 +154,7 @@ async def test_a_team_page_and_the_teams_redirect(console: Client) -> None:
     response = await console.get("/catalog/default/group/checkout-team")
     assert response.status_code == 200, response.text
     results = _embedded(response.text, "apollo-results")
-    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads"]
+    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads", "TeamDora"]
     team = results[0]["data"]
     assert team["entity"]["ref"] == "group:default/checkout-team"
     assert team["owned"]["totalCount"] > 0
@@ -167,7 +180,7 @@ spec: {type: service, lifecycle: production, owner: group:default/checkout-team}
     html = (await console.get("/catalog/default/component/evil")).text
     assert "<script>alert(1)" not in html
     assert html.count("</script>") == 3  # the two data elements and the entry
-    [page, _] = _embedded(html, "apollo-results")
+    [page, *_] = _embedded(html, "apollo-results")
     assert page["data"]["entity"]["description"].startswith("</script><script>alert(1)")
     assert "&lt;/script&gt;&lt;script&gt;alert(1)" in html  # shown as text by the template
 
@@ -175,7 +188,7 @@ spec: {type: service, lifecycle: production, owner: group:default/checkout-team}
 async def test_unknown_entities_are_404_pages_the_client_can_render(console: Client) -> None:
     response = await console.get("/catalog/default/component/no-such-thing")
     assert response.status_code == 404
-    [page, _] = _embedded(response.text, "apollo-results")
+    [page, *_] = _embedded(response.text, "apollo-results")
     assert page["data"] == {"entity": None}
 
 
@@ -252,7 +265,7 @@ async def test_production_runs_the_console_from_its_trusted_documents(
     client = await make_client(plugins=_plugins(), web_dir=_build(tmp_path), mode="production")
     response = await client.get("/catalog/default/group/admins")
     results = _embedded(response.text, "apollo-results")
-    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads"]
+    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads", "TeamDora"]
 
 
 async def test_assets_are_immutable_and_the_build_manifest_is_not_served(console: Client) -> None:
@@ -293,3 +306,37 @@ async def test_pages_are_counted_like_the_apis_requests(console: Client) -> None
     metrics = (await console.get("/metrics")).text
     assert 'operation="page:entity",status="200"' in metrics
     assert 'operation="page:entity",status="404"' in metrics
+
+
+async def test_a_deploy_event_changes_the_pages_showing_that_component(console: Client) -> None:
+    """The component page embeds its deployments panel's answer and shows it in HTML; a deploy
+    event drops that answer, so the page's ETag changes and the new deploy shows."""
+    import hashlib
+    import hmac
+
+    path = "/catalog/default/component/checkout"
+    first = await console.get(path)
+    assert 'aria-labelledby="deployments"' in first.text
+    assert "No pipeline and no deploys yet." in first.text
+    assert "EntityDeployments" in first.text  # its answer is embedded for the client
+    etag = first.headers["etag"]
+    assert (await console.get(path, headers={"if-none-match": etag})).status_code == 304
+
+    event = json.dumps(
+        {
+            "component": "component:checkout",
+            "stage": "production",
+            "deploy": {"id": "cd-1", "state": "succeeded", "actor": "argo-cd"},
+            "release": {"version": "9.9.9"},
+        }
+    ).encode()
+    signature = "sha256=" + hmac.new(SECRET.encode(), event, hashlib.sha256).hexdigest()
+    hook = await console.post(
+        "/hooks/deployments",
+        content=event,
+        headers={"X-Atrium-Delivery": "1", "X-Atrium-Signature-256": signature},
+    )
+    assert hook.status_code == 200, hook.text
+    changed = await console.get(path, headers={"if-none-match": etag})
+    assert changed.status_code == 200 and changed.headers["etag"] != etag
+    assert "9.9.9" in changed.text and "argo-cd" in changed.text

@@ -60,6 +60,8 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import mutations, queries
 
+from plugins.deployments import DeploymentsPlugin
+from plugins.deployments.settings import DeploymentSettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
 from sources.catalog.documents import parse_documents, read_paths
@@ -104,7 +106,9 @@ async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
         compute = ComputeSettings(
             kubeconfig=str(path), compute_watch_timeout=2, compute_request_timeout=1.0
         )
-        client: Client = await make_client(plugins=[PinComputePlugin(compute)])
+        client: Client = await make_client(
+            plugins=[PinComputePlugin(compute), DeploymentsPlugin(DeploymentSettings())]
+        )
         assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
 
         async def synced() -> bool:

@@ -28,10 +28,11 @@ from graph.plugin import (
     announce_changes,
     entities_with_annotation,
     entity,
+    follow_changes,
     service,
 )
-from plugins.deployments.events import BadEvent, from_atrium, from_github
-from plugins.deployments.model import Incoming
+from plugins.deployments.events import from_atrium, from_github
+from plugins.deployments.model import Incoming, IncomingRelease
 from plugins.deployments.pipelines import Pipeline, PipelineError, Stage, declared, stored
 from plugins.deployments.settings import DeploymentSettings
 from plugins.deployments.store import (
@@ -76,6 +77,8 @@ class Deployments:
     # Rollouts this replica started, by PinApp: woken by the informer when it changes.
     following: dict[tuple[str, str, str], set[int]] = field(default_factory=dict)
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # Whether the catalog may have changed since waiting events were last tried.
+    catalog_changed: bool = True
 
     # Reading.
 
@@ -164,38 +167,61 @@ class Deployments:
 
     async def attach_waiting(self) -> int:
         """Apply waiting events whose component has appeared since, in the order received;
-        returns how many were attached."""
+        returns how many were attached. Only after the catalog changed (the change feed says
+        so): waiting events are not read again for nothing. Replicas share the work: an event
+        is applied under a row lock the others skip."""
+        if not self.catalog_changed:
+            return 0
+        self.catalog_changed = False
         db = self.services.database
-        rows = await db.fetch(
-            "select id, source, event, body, subject from deployment_events"
-            " where attached_at is null order by id limit $1",
-            WAITING_BATCH,
+        subjects = await db.fetch(
+            "select source, subject from deployment_events where attached_at is null"
+            " group by source, subject"
         )
-        if not rows:
+        if not subjects:
             return 0
         context = await self.services.context(None, viewer=HOOK_VIEWER)
-        found: dict[str, str | None] = {}
         changed: set[str] = set()
         attached = 0
-        for row in rows:
-            try:
-                incoming = self.read(row["source"], row["event"], orjson.loads(row["body"]))
-            except (BadEvent, orjson.JSONDecodeError):  # cannot happen for recorded events
-                continue
-            key = f"{incoming.source}:{incoming.subject}"
-            if key not in found:
-                found[key] = await self.component_of(context, incoming)
-            component = found[key]
+        for subject in subjects:
+            probe = Incoming(
+                subject["source"],
+                "",
+                subject["subject"],
+                "",
+                IncomingRelease(""),
+                None,
+                datetime.now(UTC),
+            )
+            component = await self.component_of(context, probe)
             if component is None:
                 continue
-            async with db.transaction() as tx:
-                result = await self._apply(context, tx, row["id"], incoming, component)
-            attached += 1
-            if result.outcome == "applied":
-                changed.add(component)
+            while True:
+                async with db.transaction() as tx:
+                    rows = await tx.fetch(
+                        "select id, source, event, body from deployment_events"
+                        " where attached_at is null and source = $1 and subject = $2"
+                        " order by id limit $3 for update skip locked",
+                        subject["source"],
+                        subject["subject"],
+                        WAITING_BATCH,
+                    )
+                    for row in rows:
+                        incoming = self.read(row["source"], row["event"], orjson.loads(row["body"]))
+                        result = await self._apply(context, tx, row["id"], incoming, component)
+                        attached += 1
+                        if result.outcome == "applied":
+                            changed.add(component)
+                if len(rows) < WAITING_BATCH:
+                    break
         if changed:
             await announce_changes(self.services, [f"{CHANGE_PREFIX}{c}" for c in changed])
         return attached
+
+    async def follow_catalog(self) -> None:
+        """Note catalog changes (entities written anywhere), for ``attach_waiting``."""
+        async for _ in follow_changes(self.services, "component:"):
+            self.catalog_changed = True
 
     # Promoting and rolling back.
 
@@ -512,6 +538,8 @@ async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[
         if workloads is not None:
             with contextlib.suppress(ServiceMissing):
                 stop = workloads.on_change(deployments.changed)
+        catalog = asyncio.create_task(deployments.follow_catalog(), name="catalog changes")
+        deployments.tasks.add(catalog)
         if settings.deployments_demo and not services.settings.production:
             from plugins.deployments.demo import seed_history
 

@@ -11,8 +11,6 @@ from urllib.parse import urlencode
 
 import pytest
 
-from sources.catalog.documents import parse_documents
-from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory
 from tests.plugins.deploy_env import (
     LATE_COMPONENT,
@@ -30,6 +28,11 @@ from tests.plugins.deploy_env import (
 async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
     async with deploy_env(make_client, tmp_path) as environment:
         yield environment
+
+
+async def _untried(env: Env) -> bool:
+    """The plugin tried the waiting events since the catalog last changed."""
+    return not env.client.services.extras["deployments"].catalog_changed
 
 
 async def _events(env: Env) -> int:
@@ -218,7 +221,13 @@ async def test_an_event_for_an_unknown_component_waits_for_it(env: Env) -> None:
     assert await _events(env) == 1
 
     db = env.client.services.db
-    assert not (await apply_batch(db, parse_documents(LATE_COMPONENT, "ledger.yaml"))).errors
+    await eventually(lambda: _untried(env))  # tried once: nothing to attach it to yet
+    token = await env.client.admin_token()
+    await env.client.gql(
+        "mutation($y: String!) { applyEntities(yaml: $y) { created } }",
+        {"y": LATE_COMPONENT},
+        token=token,
+    )
 
     async def attached() -> bool:
         return [d["state"] for d in await env.deploys("component:ledger")] == ["SUCCEEDED"]

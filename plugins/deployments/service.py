@@ -112,7 +112,10 @@ class Deployments:
         return Pipeline(tuple(Stage(r["stage"], r["stage"] in production) for r in rows), "events")
 
     async def is_production(self, context: Context, ref: str, stage: str) -> bool:
-        pipeline = await self.pipeline(context, ref)
+        return self.production_of(await self.pipeline(context, ref), stage)
+
+    def production_of(self, pipeline: Pipeline | None, stage: str) -> bool:
+        """Whether DORA figures count a stage: as its pipeline says, else by its name."""
         found = pipeline.stage(stage) if pipeline is not None else None
         if found is not None:
             return found.production
@@ -128,17 +131,22 @@ class Deployments:
         incoming = self.read(source, event, parsed)
         db = self.services.database
         context = await self.services.context(None, viewer=HOOK_VIEWER)
+        # Reads first, on connections of their own: the transaction then holds one connection
+        # and waits for no other (many deliveries at once cannot starve the pool).
+        component = await self.component_of(context, incoming)
+        production = (
+            await self.is_production(context, component, incoming.stage) if component else False
+        )
         async with db.transaction() as tx:
             event_id = await record_event(
                 tx, source, delivery, event, body.decode("utf-8"), incoming.subject
             )
             if event_id is None:
                 return Ingested("duplicate")
-            component = await self.component_of(context, incoming)
             if component is None:
                 await mark_event(tx, event_id, None, None, f"no component for {incoming.subject}")
                 return Ingested("waiting")
-            result = await self._apply(context, tx, event_id, incoming, component)
+            result = await self._apply(tx, event_id, incoming, component, production)
         if result.outcome == "applied":
             await announce_changes(self.services, [f"{CHANGE_PREFIX}{component}"])
         return result
@@ -156,10 +164,10 @@ class Deployments:
         found = await entity(context, incoming.subject)
         return found.ref if found is not None and found.kind == "Component" else None
 
+    @staticmethod
     async def _apply(
-        self, context: Context, tx: Any, event_id: int, incoming: Incoming, component: str
+        tx: Any, event_id: int, incoming: Incoming, component: str, production: bool
     ) -> Ingested:
-        production = await self.is_production(context, component, incoming.stage)
         applied = await apply(tx, incoming, component, production)
         outcome = "applied" if applied.changed else "unchanged"
         await mark_event(tx, event_id, component, applied.deploy_id, outcome)
@@ -196,6 +204,8 @@ class Deployments:
             component = await self.component_of(context, probe)
             if component is None:
                 continue
+            # Read before the transaction, which then holds one connection and waits for none.
+            pipeline = await self.pipeline(context, component)
             while True:
                 async with db.transaction() as tx:
                     rows = await tx.fetch(
@@ -208,7 +218,8 @@ class Deployments:
                     )
                     for row in rows:
                         incoming = self.read(row["source"], row["event"], orjson.loads(row["body"]))
-                        result = await self._apply(context, tx, row["id"], incoming, component)
+                        production = self.production_of(pipeline, incoming.stage)
+                        result = await self._apply(tx, row["id"], incoming, component, production)
                         attached += 1
                         if result.outcome == "applied":
                             changed.add(component)

@@ -226,7 +226,7 @@ class Env:
 
     async def deploys(self, ref: str = "component:checkout", **kw: Any) -> list[dict[str, Any]]:
         query = """query($r: String!) { entity(ref: $r) { ... on Component {
-            deployments(first: 50) { totalCount edges { node {
+            deployments(first: 100) { totalCount edges { node {
               id state stage actor startedAt finishedAt isRollback source url message
               release { version commitSha commitTime artifact buildUrl createdBy } } } } } } }"""
         body = await self.client.gql(query, {"r": ref}, **kw)

@@ -4,6 +4,7 @@ components, oversized and malformed bodies, and Atrium's own JSON for other CD s
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -272,3 +273,25 @@ async def test_other_cd_systems_post_atriums_own_json(env: Env) -> None:
     ).json()["outcome"] == "unchanged"
     unknown = await env.hook({**event, "component": "component:default/nothing-here"})
     assert unknown.status_code == 202
+
+
+async def test_many_deliveries_at_once_are_all_applied(env: Env) -> None:
+    """More concurrent deliveries than the pool has connections: each transaction holds one
+    connection and waits for no other, so none starves."""
+    pool = env.client.services.settings.database_pool_max
+    count = pool * 4
+    sending = asyncio.gather(
+        *(
+            env.github.send(
+                "deployment_status",
+                github_event(
+                    "deployment_status", deployment_id=1000 + n, ref=f"r{n}", state="success"
+                ),
+            )
+            for n in range(count)
+        )
+    )
+    answers = await asyncio.wait_for(sending, 30)  # a starved pool would hang, not fail
+    assert [a.status_code for a in answers] == [200] * count
+    deploys = await env.deploys()
+    assert len(deploys) == count and {d["state"] for d in deploys} == {"SUCCEEDED"}

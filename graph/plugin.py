@@ -98,6 +98,7 @@ __all__ = [
     "entity_owner",
     "follow_changes",
     "load_yaml",
+    "owner_refs",
     "service",
     "strawberry",
     "viewer_may_change",
@@ -356,6 +357,15 @@ async def entity_owner(context: Context, ref: str) -> str | None:
     except InvalidRef:
         return None
     return record.owner_ref if record is not None else None
+
+
+async def owner_refs(context: Context, ref: str, *, transitive: bool = True) -> list[str]:
+    """The owner refs whose entities ``ref`` owns, as ``entitiesOwnedBy`` counts them: itself
+    and, transitively, every group below a group (or every group a user is in). For a query
+    of the plugin's own joining ``entities.owner_ref`` (one statement, not a list of refs)."""
+    from resolvers import ownership
+
+    return await ownership.owner_set(context.loaders, ref, transitive=transitive)
 
 
 async def entities_owned_by(context: Context, ref: str, *, transitive: bool = True) -> list[str]:

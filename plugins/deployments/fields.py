@@ -21,6 +21,7 @@ from graph.plugin import (
     entity,
     entity_owner,
     follow_changes,
+    owner_refs,
     strawberry,
     viewer_may_change,
 )
@@ -35,7 +36,13 @@ from plugins.deployments.queries import (
     releases_page,
 )
 from plugins.deployments.service import PLUGIN_ID, Deployments
-from plugins.deployments.store import CHANGE_PREFIX, DEPLOY_COLUMNS, DeployRow
+from plugins.deployments.store import (
+    ANY_DEPLOY,
+    CHANGE_PREFIX,
+    DEPLOY_COLUMNS,
+    DeployRow,
+    changed_keys,
+)
 from plugins.deployments.types import (
     Deploy,
     DeployConnection,
@@ -228,12 +235,12 @@ class GroupDeployments:
     async def dora(self, info: Info, days: int = 30) -> Dora:
         ref: str = self.ref  # type: ignore[attr-defined]
         _window(days)
-        refs = [r for r in await entities_owned_by(info.context, ref) if r.startswith("component:")]
-        # Any of its components' deploys changes the figures; ownership changes are catalog
-        # changes, which the catalog's own tags cover.
-        info.context.depends_on(*(f"{CHANGE_PREFIX}{r}" for r in refs), "catalog")
+        owners = await owner_refs(info.context, ref)
+        # Any component's deploys may change a team's figures, and so may ownership (a catalog
+        # change): dropped by either.
+        info.context.depends_on(ANY_DEPLOY, "catalog")
         info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
-        return _dora(await dora(info.context.db, refs, days))
+        return _dora(await dora(info.context.db, [], days, owners=owners))
 
 
 @strawberry.input(description="Which deploys: every condition given must hold.")
@@ -362,7 +369,7 @@ class DeploymentMutation:
             [s.to_json() for s in parsed],
             info.context.viewer.actor,
         )
-        await info.context.invalidate([f"{CHANGE_PREFIX}{ref}"])
+        await info.context.invalidate(changed_keys([ref]))
         return await _pipeline(info, ref)
 
 

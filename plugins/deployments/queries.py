@@ -39,7 +39,10 @@ def _where(where: DeployFilter, args: list[Any]) -> list[str]:
         args.append(value)
         return f"${len(args)}"
 
-    if where.components is not None:
+    if where.components is not None and len(where.components) == 1:
+        # One component: its newest deploys straight from the index, in order.
+        found.append(f"d.component_ref = {bind(where.components[0])}")
+    elif where.components is not None:
         found.append(f"d.component_ref = any({bind(where.components)}::text[])")
     if where.stage is not None:
         found.append(f"d.stage = {bind(where.stage)}")
@@ -133,11 +136,17 @@ left join lateral (
 order by s.position
 """
 
+# Releases that succeeded in the stage before and are newer than what runs here: among that
+# stage's newest successful deploys (a release is created before it is deployed, so its
+# deploys started after it), walked from the (component_ref, stage, started_at) index.
 _WAITING: Final = f"""
-select distinct on (r.created_at, r.id) {RELEASE_COLUMNS}
-from deployment_deploys d join deployment_releases r on r.id = d.release_id
-where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
-  and ($3::timestamptz is null or r.created_at > $3)
+select {RELEASE_COLUMNS} from deployment_releases r
+where r.id in (
+    select d.release_id from deployment_deploys d
+    where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
+      and d.started_at > coalesce($3::timestamptz, '-infinity')
+    order by d.started_at desc, d.id desc limit {MAX_WAITING * 5}
+) and r.created_at > coalesce($3::timestamptz, '-infinity')
 order by r.created_at desc, r.id desc limit {MAX_WAITING}
 """
 
@@ -184,13 +193,26 @@ class DoraFigures:
     time_to_restore: float | None
 
 
+# The components owned (their refs, or their owners' refs joined to the catalog, from the owner
+# index), then their production deploys in the window from the covering partial index
+# (component_ref, finished_at) include (state, commit_time): index-only probes.
 _DORA: Final = """
-with production as (
-    select d.component_ref, d.state, d.finished_at, r.commit_time
-    from deployment_deploys d join deployment_releases r on r.id = d.release_id
-    where d.component_ref = any($1::text[]) and d.production
-      and d.finished_at >= now() - make_interval(days => $2)
-      and d.state in ('succeeded', 'failed', 'rolled_back')
+with owned as materialized (
+    select ref from entities where owner_ref = any($3::text[]) and kind = 'Component'
+    union
+    select unnest($1::text[])
+),
+production as (
+    select d.*
+    from owned o
+    cross join lateral (
+        select d.component_ref, d.state, d.finished_at, d.commit_time
+        from deployment_deploys d
+        where d.component_ref = o.ref and d.production
+          and d.finished_at >= now() - make_interval(days => $2)
+          and d.state in ('succeeded', 'failed', 'rolled_back')
+        offset 0  -- a probe of the partial index per component, never a scan of the window
+    ) d
 ),
 restored as (
     select extract(epoch from next.finished_at - f.finished_at) as seconds
@@ -217,9 +239,12 @@ from production
 """
 
 
-async def dora(db: Any, refs: list[str], days: int) -> DoraFigures:
-    """DORA's four keys for these components' production deploys finished in the window."""
-    row = await db.fetchrow(_DORA, refs, days)
+async def dora(
+    db: Any, refs: list[str], days: int, *, owners: list[str] | None = None
+) -> DoraFigures:
+    """DORA's four keys for production deploys finished in the window: of the components
+    ``refs``, and of every component whose owner is one of ``owners``."""
+    row = await db.fetchrow(_DORA, refs, days, owners or [])
     return DoraFigures(
         days=days,
         deploys=int(row["deploys"]),

@@ -36,10 +36,10 @@ from plugins.deployments.model import Incoming, IncomingRelease
 from plugins.deployments.pipelines import Pipeline, PipelineError, Stage, declared, stored
 from plugins.deployments.settings import DeploymentSettings
 from plugins.deployments.store import (
-    CHANGE_PREFIX,
     DEPLOY_COLUMNS,
     DeployRow,
     apply,
+    changed_keys,
     mark_event,
     mark_rolled_back,
     record_event,
@@ -54,6 +54,24 @@ HOOK_VIEWER: Final = Viewer(None, "webhook", frozenset({"read"}))
 WAITING_BATCH: Final = 500
 
 log = logging.getLogger("atrium.deployments")
+
+# The stages a component's deploys went to, oldest first: a skip scan of the
+# (component_ref, stage, started_at) index, one probe per stage however many deploys.
+_STAGES_SEEN: Final = """
+with recursive seen(stage) as (
+    (select stage from deployment_deploys where component_ref = $1 order by stage limit 1)
+    union all
+    select (
+        select d.stage from deployment_deploys d
+        where d.component_ref = $1 and d.stage > seen.stage order by d.stage limit 1
+    ) from seen where seen.stage is not null
+)
+select s.stage, (
+    select min(d.started_at) from deployment_deploys d
+    where d.component_ref = $1 and d.stage = s.stage
+) as first
+from seen s where s.stage is not null order by first
+"""
 
 
 def sign(secret: str, body: bytes) -> str:
@@ -103,11 +121,7 @@ class Deployments:
         pipeline = await self.pipeline(context, ref)
         if pipeline is not None:
             return pipeline
-        rows = await context.db.fetch(
-            "select stage, min(started_at) as first from deployment_deploys"
-            " where component_ref = $1 group by stage order by first",
-            ref,
-        )
+        rows = await context.db.fetch(_STAGES_SEEN, ref)
         production = set(self.settings.deployments_production_stages)
         return Pipeline(tuple(Stage(r["stage"], r["stage"] in production) for r in rows), "events")
 
@@ -148,7 +162,7 @@ class Deployments:
                 return Ingested("waiting")
             result = await self._apply(tx, event_id, incoming, component, production)
         if result.outcome == "applied":
-            await announce_changes(self.services, [f"{CHANGE_PREFIX}{component}"])
+            await announce_changes(self.services, changed_keys([component]))
         return result
 
     @staticmethod
@@ -226,7 +240,7 @@ class Deployments:
                 if len(rows) < WAITING_BATCH:
                     break
         if changed:
-            await announce_changes(self.services, [f"{CHANGE_PREFIX}{c}" for c in changed])
+            await announce_changes(self.services, changed_keys(changed))
         return attached
 
     async def follow_catalog(self) -> None:
@@ -330,7 +344,7 @@ class Deployments:
             deadline=deadline,
         )
         self.follow((cluster, namespace, name), deploy_id)
-        await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+        await announce_changes(context, changed_keys([ref]))
         return await self.one(context.db, deploy_id)
 
     async def _ask_cd(
@@ -386,9 +400,9 @@ class Deployments:
                 deploy_id,
                 why,
             )
-            await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+            await announce_changes(context, changed_keys([ref]))
             raise UserError(why, "UNAVAILABLE") from exc
-        await announce_changes(context, [f"{CHANGE_PREFIX}{ref}"])
+        await announce_changes(context, changed_keys([ref]))
         return await self.one(context.db, deploy_id)
 
     async def _insert(
@@ -516,7 +530,7 @@ class Deployments:
                 key = (rollout["cluster"], rollout["namespace"], rollout["name"])
                 self.following.get(key, set()).discard(row["id"])
         if moved:
-            await announce_changes(self.services, [f"{CHANGE_PREFIX}{r}" for r in moved])
+            await announce_changes(self.services, changed_keys(moved))
         return len(moved)
 
     @staticmethod

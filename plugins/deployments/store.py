@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -19,17 +20,27 @@ import orjson
 from plugins.deployments.model import FINISHED, Incoming, may_move
 
 __all__ = [
+    "ANY_DEPLOY",
     "CHANGE_PREFIX",
     "Applied",
     "DeployRow",
     "ReleaseRow",
     "apply",
+    "changed_keys",
     "decode_cursor",
     "encode_cursor",
     "record_event",
 ]
 
 CHANGE_PREFIX: Final = "deploys:"
+# Announced with every change too: answers over many components (a team's DORA figures).
+ANY_DEPLOY: Final = "deploys"
+
+
+def changed_keys(refs: Iterable[str]) -> list[str]:
+    """What a change to these components' deploys announces."""
+    return [*(f"{CHANGE_PREFIX}{ref}" for ref in refs), ANY_DEPLOY]
+
 
 DEPLOY_COLUMNS: Final = (
     "d.id, d.component_ref, d.stage, d.state, d.actor, d.started_at, d.finished_at, d.source,"

@@ -1,5 +1,6 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|console] [--users N] [--pinapps N]``."""
+[--only catalog|ldap|compute|serving|console|deployments] [--users N] [--pinapps N]
+[--deploys N]``."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import sys
 from bench.compute import run_compute
 from bench.console import run_console
 from bench.database import admin_url
+from bench.deployments import run_deployments
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.run import Options, run
@@ -38,8 +40,9 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("catalog", "ldap", "compute", "serving", "console"),
-        help="run the catalog, the LDAP, the compute, the serving or the console scenarios only",
+        choices=("catalog", "ldap", "compute", "serving", "console", "deployments"),
+        help="run the catalog, the LDAP, the compute, the serving, the console or the "
+        "deployments scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -55,11 +58,19 @@ def main(argv: list[str] | None = None) -> int:
         type=int,
         help="PinApps of the compute scenario (default 20,000; 2,000 with --quick)",
     )
+    parser.add_argument(
+        "--deploys",
+        type=int,
+        help="deploys of the deployments scenario (default 4 per catalog entity: 1,000,000 "
+        "for 250,000; 50,000 with --quick)",
+    )
     args = parser.parse_args(argv)
     if args.skip_ldap and args.only == "ldap":
         parser.error("--skip-ldap and --only ldap contradict each other")
     if args.users is not None and args.users < 200:
         parser.error("--users must be at least 200")
+    if args.deploys is not None and args.deploys < 1_000:
+        parser.error("--deploys must be at least 1,000")
     options = Options(
         entities=args.entities or (20_000 if args.quick else 250_000),
         rounds=args.rounds or (30 if args.quick else 100),
@@ -81,6 +92,11 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
         if args.only in (None, "console"):
             asyncio.run(run_console(quick=args.quick, rounds=args.rounds))
+        if args.only in (None, "deployments"):
+            deploys = args.deploys or (50_000 if args.quick else options.entities * 4)
+            # As the serving scenario: a run of few rounds is short throughout.
+            short = args.quick or (args.rounds is not None and args.rounds < 5)
+            asyncio.run(run_deployments(options, deploys=deploys, short=short))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -49,6 +49,9 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "throttled (CPU 4x, Slow 4G), server-rendered",
         "name painted sooner with SSR",
         "page, from the page cache",
+        "component page",
+        "team DORA, 90 days",
+        "Atrium POST /hooks/deployments/github",
     ):
         assert scenario in result.stdout
     assert "scratch database dropped" in result.stdout

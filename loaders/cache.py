@@ -234,8 +234,15 @@ class Caches:
     async def stop(self) -> None:
         self._closing = True
         if self._listener is not None:
-            self._listener.cancel()
-            await asyncio.gather(self._listener, return_exceptions=True)
+            # redis-py may swallow a cancellation in the middle of a read: cancel again until
+            # the listener ends, and never wait on it for more than a few seconds in all.
+            for _ in range(10):
+                self._listener.cancel()
+                done, _ = await asyncio.wait({self._listener}, timeout=0.5)
+                if done:
+                    break
+            else:
+                log.warning("the cache invalidation listener did not stop; left behind")
         if self.redis is not None:
             await self.redis.aclose()
 

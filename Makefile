@@ -23,7 +23,8 @@ test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installe
 bench: $(VENV)/.installed-test system-test-deps
 	$(BIN)/python -m bench $(ARGS)
 
-# Servers the tests start for themselves: OpenLDAP (slapd), and Redis when none answers.
+# Servers the tests start for themselves: OpenLDAP (slapd), Redis when none answers, Chromium,
+# Prometheus and Alertmanager.
 system-test-deps:
 	@if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then \
 	  apt-get update -q && apt-get install -y -q slapd ldap-utils; \
@@ -33,6 +34,9 @@ system-test-deps:
 	fi
 	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
 	  apt-get update -q && apt-get install -y -q chromium; \
+	fi
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v prometheus-alertmanager >/dev/null 2>&1; then \
+	  apt-get update -q && apt-get install -y -q prometheus prometheus-alertmanager; \
 	fi
 
 # Node and npm, Debian's own when none is installed: the console's build (Vite 8) needs Node 20.19 or

@@ -1,0 +1,135 @@
+"""Component metrics: a fixed list of series, each a PromQL template filled with the
+component's service label, over a step-aligned window, cached briefly; concurrent misses for
+one query make one call to Prometheus."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import math
+import time
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+import httpx
+
+from plugins.observability.prometheus import Prometheus, PromQLError, Series, Unavailable, render
+from plugins.observability.settings import ObservabilitySettings
+
+__all__ = ["COMPONENT_SERIES", "SERVICE_ANNOTATION", "Observability", "Window", "running", "window"]
+
+SERVICE_ANNOTATION: Final = "atrium.dev/prometheus-service"
+COMPONENT_SERIES: Final = (
+    "request_rate",
+    "error_ratio",
+    "latency_p50",
+    "latency_p95",
+    "latency_p99",
+)
+MIN_STEP: Final = 15
+
+log = logging.getLogger("atrium.observability")
+
+
+@dataclass(frozen=True, slots=True)
+class Window:
+    start: int
+    end: int
+    step: int
+
+
+def window(since: int, step: int | None, settings: ObservabilitySettings, now: float) -> Window:
+    """The range asked for, bounded: at most the longest range, a step no finer than gives the
+    most points allowed, the end aligned to the step (so everyone shares one window)."""
+    if not 60 <= since <= settings.metrics_max_range:
+        raise ValueError(f"since must be between 60 and {settings.metrics_max_range} seconds")
+    finest = max(MIN_STEP, math.ceil(since / settings.metrics_max_points))
+    if step is None:
+        step = max(finest, since // 240)
+    if step < finest or step > since:
+        raise ValueError(f"step must be between {finest} and {since} seconds for this range")
+    end = int(now // step) * step
+    return Window(end - since, end, step)
+
+
+@dataclass(slots=True)
+class Observability:
+    settings: ObservabilitySettings
+    prometheus: Prometheus | None
+    # (query, window) → (stored at, series); and the calls under way, shared by their askers.
+    _kept: dict[tuple[str, Window], tuple[float, list[Series]]] = field(default_factory=dict)
+    _flights: dict[tuple[str, Window], asyncio.Future[list[Series]]] = field(default_factory=dict)
+    calls: int = 0  # queries sent to Prometheus, for the tests and /metrics
+
+    async def series(self, query: str, span: Window) -> list[Series]:
+        if self.prometheus is None:
+            raise Unavailable("prometheus", "not configured (ATRIUM_PROMETHEUS_URL)")
+        key = (query, span)
+        kept = self._kept.get(key)
+        if kept is not None and time.monotonic() - kept[0] < self.settings.metrics_cache_seconds:
+            return kept[1]
+        flight = self._flights.get(key)
+        if flight is not None:
+            return await asyncio.shield(flight)
+        future: asyncio.Future[list[Series]] = asyncio.get_running_loop().create_future()
+        self._flights[key] = future
+        try:
+            self.calls += 1
+            found = await self.prometheus.query_range(query, span.start, span.end, span.step)
+        except BaseException as exc:
+            future.set_exception(exc)
+            future.exception()  # retrieved: the waiting askers get it themselves
+            raise
+        else:
+            future.set_result(found)
+            self._keep(key, found)
+            return found
+        finally:
+            del self._flights[key]
+
+    def _keep(self, key: tuple[str, Window], found: list[Series]) -> None:
+        now = time.monotonic()
+        if len(self._kept) > 10_000:  # bounded: drop what has aged out, else everything
+            live = self.settings.metrics_cache_seconds
+            self._kept = {k: v for k, v in self._kept.items() if now - v[0] < live}
+            if len(self._kept) > 10_000:
+                self._kept.clear()
+        self._kept[key] = (now, found)
+
+    def queries(self, service: str) -> dict[str, str]:
+        templates = self.settings.templates()
+        return {name: render(templates[name], service=service) for name in COMPONENT_SERIES}
+
+    async def check_templates(self) -> list[str]:
+        """Templates Prometheus cannot parse, each said once at start-up (with a sample value)."""
+        if self.prometheus is None:
+            return []
+        wrong = []
+        for name, query in self.queries("atrium-template-check").items():
+            try:
+                await self.prometheus.check(query)
+            except PromQLError as exc:
+                log.error("a PromQL template is wrong", extra={"series": name, "error": str(exc)})
+                wrong.append(name)
+            except Unavailable:
+                return wrong  # checked when it answers; a dead backend is not a bad template
+        return wrong
+
+
+@asynccontextmanager
+async def running(settings: ObservabilitySettings) -> AsyncIterator[Observability]:
+    async with httpx.AsyncClient() as http:
+        prometheus = (
+            Prometheus(settings.prometheus_url, http, settings.observability_timeout)
+            if settings.prometheus_url
+            else None
+        )
+        found = Observability(settings, prometheus)
+        await found.check_templates()
+        yield found
+
+
+def as_points(series: Series) -> list[list[Any]]:
+    return [[t, v] for t, v in series.points]

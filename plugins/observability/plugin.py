@@ -1,0 +1,32 @@
+"""The observability plugin, registered through the public plugin API only."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator
+from typing import Any
+
+from graph.plugin import PluginBuilder
+from plugins.observability.fields import PLUGIN_ID, ComponentMetrics
+from plugins.observability.metrics import Observability, running
+from plugins.observability.settings import ObservabilitySettings
+
+__all__ = ["ObservabilityPlugin"]
+
+
+class ObservabilityPlugin:
+    id = PLUGIN_ID
+
+    def __init__(self, settings: ObservabilitySettings | None = None) -> None:
+        self._settings = settings
+
+    def setup(self, builder: PluginBuilder) -> None:
+        settings = self._settings or ObservabilitySettings()
+        builder.extend_type("Component", ComponentMetrics)
+
+        @contextlib.asynccontextmanager
+        async def lifespan(services: Any) -> AsyncIterator[Observability]:
+            async with running(settings) as observability:
+                yield observability
+
+        builder.lifespan(lifespan)

@@ -1,0 +1,52 @@
+"""The observability plugin's settings, read from ``ATRIUM_*`` variables like the core's."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["DEFAULT_TEMPLATES", "ObservabilitySettings"]
+
+# PromQL behind each series, for the common conventions: requests in http_requests_total{service,
+# code}, latency in http_request_duration_seconds_bucket{service, le}. ``$service`` is replaced
+# by the component's service label value, escaped; nothing else comes from a client.
+DEFAULT_TEMPLATES: dict[str, str] = {
+    "request_rate": 'sum(rate(http_requests_total{service="$service"}[5m]))',
+    "error_ratio": (
+        'sum(rate(http_requests_total{service="$service",code=~"5.."}[5m]))'
+        ' / sum(rate(http_requests_total{service="$service"}[5m]))'
+    ),
+    "latency_p50": (
+        "histogram_quantile(0.5, sum by (le) "
+        '(rate(http_request_duration_seconds_bucket{service="$service"}[5m])))'
+    ),
+    "latency_p95": (
+        "histogram_quantile(0.95, sum by (le) "
+        '(rate(http_request_duration_seconds_bucket{service="$service"}[5m])))'
+    ),
+    "latency_p99": (
+        "histogram_quantile(0.99, sum by (le) "
+        '(rate(http_request_duration_seconds_bucket{service="$service"}[5m])))'
+    ),
+}
+
+
+class ObservabilitySettings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ATRIUM_", extra="ignore")
+
+    prometheus_url: str | None = None
+    alertmanager_url: str | None = None
+    # Seconds a call to Prometheus or Alertmanager may take before its fields are UNAVAILABLE.
+    observability_timeout: float = Field(default=3.0, gt=0)
+    # The most points a series may have (Prometheus itself refuses over 11,000).
+    metrics_max_points: int = Field(default=1_000, ge=10, le=11_000)
+    # The longest range a client may ask for, in seconds (default 30 days).
+    metrics_max_range: int = Field(default=30 * 86_400, ge=60)
+    # How long an answer is kept, in seconds; windows are aligned to the step, so everyone
+    # looking at one dashboard shares one query per step.
+    metrics_cache_seconds: int = Field(default=30, ge=0)
+    # The series' PromQL, by name (JSON object); unset names keep the defaults.
+    metrics_templates: dict[str, str] = Field(default_factory=dict)
+
+    def templates(self) -> dict[str, str]:
+        return {**DEFAULT_TEMPLATES, **self.metrics_templates}

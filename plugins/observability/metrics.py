@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import httpx
 
+from plugins.observability.alertmanager import Alertmanager
 from plugins.observability.prometheus import Prometheus, PromQLError, Series, Unavailable, render
 from plugins.observability.settings import ObservabilitySettings
 
@@ -58,6 +59,7 @@ def window(since: int, step: int | None, settings: ObservabilitySettings, now: f
 class Observability:
     settings: ObservabilitySettings
     prometheus: Prometheus | None
+    alertmanager: Alertmanager | None = None
     # (query, window) → (stored at, series); and the calls under way, shared by their askers.
     _kept: dict[tuple[str, Window], tuple[float, list[Series]]] = field(default_factory=dict)
     _flights: dict[tuple[str, Window], asyncio.Future[list[Series]]] = field(default_factory=dict)
@@ -102,6 +104,11 @@ class Observability:
         templates = self.settings.templates()
         return {name: render(templates[name], service=service) for name in COMPONENT_SERIES}
 
+    def alerts_backend(self) -> Alertmanager:
+        if self.alertmanager is None:
+            raise Unavailable("alertmanager", "not configured (ATRIUM_ALERTMANAGER_URL)")
+        return self.alertmanager
+
     async def check_templates(self) -> list[str]:
         """Templates Prometheus cannot parse, each said once at start-up (with a sample value)."""
         if self.prometheus is None:
@@ -126,7 +133,12 @@ async def running(settings: ObservabilitySettings) -> AsyncIterator[Observabilit
             if settings.prometheus_url
             else None
         )
-        found = Observability(settings, prometheus)
+        alertmanager = (
+            Alertmanager(settings.alertmanager_url, http, settings.observability_timeout)
+            if settings.alertmanager_url
+            else None
+        )
+        found = Observability(settings, prometheus, alertmanager)
         await found.check_templates()
         yield found
 

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 from graph.plugin import PluginBuilder
+from plugins.observability.alerts import AlertFields, GroupAlerts, SilenceMutation
 from plugins.observability.fields import PLUGIN_ID, ComponentMetrics
 from plugins.observability.metrics import Observability, running
 from plugins.observability.settings import ObservabilitySettings
@@ -23,6 +25,10 @@ class ObservabilityPlugin:
     def setup(self, builder: PluginBuilder) -> None:
         settings = self._settings or ObservabilitySettings()
         builder.extend_type("Component", ComponentMetrics)
+        builder.extend_type("Component", AlertFields)
+        builder.extend_type("Group", GroupAlerts)
+        builder.mutation(SilenceMutation)
+        builder.migrations(Path(__file__).parent / "migrations")
 
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Observability]:

@@ -62,6 +62,8 @@ from hypothesis_graphql import mutations, queries
 
 from plugins.deployments import DeploymentsPlugin
 from plugins.deployments.settings import DeploymentSettings
+from plugins.observability import ObservabilityPlugin
+from plugins.observability.settings import ObservabilitySettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
 from sources.catalog.documents import parse_documents, read_paths
@@ -107,7 +109,11 @@ async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
             kubeconfig=str(path), compute_watch_timeout=2, compute_request_timeout=1.0
         )
         client: Client = await make_client(
-            plugins=[PinComputePlugin(compute), DeploymentsPlugin(DeploymentSettings())]
+            plugins=[
+                PinComputePlugin(compute),
+                DeploymentsPlugin(DeploymentSettings()),
+                ObservabilityPlugin(ObservabilitySettings()),
+            ]
         )
         assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
 

@@ -63,7 +63,9 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 async def test_an_installed_plugin_is_discovered_and_serves_its_field(
     installed_example: Path, make_client: AppFactory
 ) -> None:
-    found = discover_plugins(Settings(disabled_plugins=["deployments", "pincompute"]))
+    found = discover_plugins(
+        Settings(disabled_plugins=["deployments", "observability", "pincompute"])
+    )
     assert [p.id for p in found] == ["hello"]
     client = await make_client(plugins=found)
     body = await client.gql('{ en: hello(name: "Ada") fr: hello(name: "Ada", language: "fr") }')
@@ -77,8 +79,8 @@ async def test_an_installed_plugin_is_discovered_and_serves_its_field(
 
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:
     found = discover_plugins(Settings(disabled_plugins=["hello"]))
-    assert [p.id for p in found] == ["deployments", "pincompute"]
-    every = "hello, deployments, pincompute"
+    assert [p.id for p in found] == ["deployments", "observability", "pincompute"]
+    every = "hello, deployments, observability, pincompute"
     assert discover_plugins(Settings.model_validate({"disabled_plugins": every})) == []
 
 

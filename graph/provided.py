@@ -12,7 +12,7 @@ from the others, so a subscription can follow what changed wherever the write ha
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -66,10 +66,15 @@ class ChangeFeed:
         for queue in self._queues:
             queue.put_nowait([EVERYTHING])
 
-    async def follow(self, prefix: str) -> AsyncIterator[list[str]]:
-        """Keys starting with ``prefix`` as they change, a batch at a time, until closed."""
+    def follow(self, prefix: str) -> AsyncGenerator[list[str], None]:
+        """Keys starting with ``prefix`` as they change, a batch at a time, from this call on
+        (the listener is in place before the caller reads anything, so a catch-up read done
+        next misses nothing)."""
         queue: asyncio.Queue[list[str]] = asyncio.Queue(maxsize=0)
         self._queues[queue] = prefix
+        return self._drain(queue)
+
+    async def _drain(self, queue: asyncio.Queue[list[str]]) -> AsyncGenerator[list[str], None]:
         try:
             while True:
                 keys = await queue.get()
@@ -77,4 +82,4 @@ class ChangeFeed:
                     keys = [*keys, *queue.get_nowait()]
                 yield keys
         finally:
-            del self._queues[queue]
+            self._queues.pop(queue, None)

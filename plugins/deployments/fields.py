@@ -382,26 +382,34 @@ class DeploymentSubscription:
     async def component_deploys(self, info: Info, component: str) -> AsyncGenerator[Deploy, None]:
         ref = await _component(info, component)
         db = info.context.db
-        since = await db.fetchval("select now()")
-        seen: set[tuple[int, datetime]] = set()
-        async for keys in follow_changes(info.context, f"{CHANGE_PREFIX}{ref}"):
-            if f"{CHANGE_PREFIX}{ref}" not in keys and EVERYTHING not in keys:
-                continue
-            rows = await db.fetch(
-                f"select {DEPLOY_COLUMNS}, d.updated_at from deployment_deploys d"
-                " join deployment_releases r on r.id = d.release_id"
-                " where d.component_ref = $1 and d.updated_at >= $2"
-                " order by d.updated_at, d.id",
-                ref,
-                since,
-            )
-            for row in rows:
-                # A transaction's now() is when it began: look back to that, and skip what
-                # was already sent.
-                if (row["id"], row["updated_at"]) in seen:
-                    continue
-                seen.add((row["id"], row["updated_at"]))
-                yield Deploy(row=DeployRow.of(row))
-            if rows:  # what began more than a minute before the newest change is done
-                since = max(since, rows[-1]["updated_at"] - LOOK_BACK)
-                seen = {item for item in seen if item[1] >= since}
+        key = f"{CHANGE_PREFIX}{ref}"
+        changes = follow_changes(info.context, key)  # listening from here on
+        # A catch-up first: what changed in the last minute (a deploy that moved on while the
+        # client was subscribing), then each change as it comes.
+        try:
+            since = await db.fetchval("select now()") - LOOK_BACK
+            seen: set[tuple[int, datetime]] = set()
+            keys = [key]
+            while True:
+                if key in keys or EVERYTHING in keys:
+                    rows = await db.fetch(
+                        f"select {DEPLOY_COLUMNS}, d.updated_at from deployment_deploys d"
+                        " join deployment_releases r on r.id = d.release_id"
+                        " where d.component_ref = $1 and d.updated_at >= $2"
+                        " order by d.updated_at, d.id",
+                        ref,
+                        since,
+                    )
+                    for row in rows:
+                        # A transaction's now() is when it began: look back to that, and skip what
+                        # was already sent.
+                        if (row["id"], row["updated_at"]) in seen:
+                            continue
+                        seen.add((row["id"], row["updated_at"]))
+                        yield Deploy(row=DeployRow.of(row))
+                    if rows:  # what began more than a minute before the newest change is done
+                        since = max(since, rows[-1]["updated_at"] - LOOK_BACK)
+                        seen = {item for item in seen if item[1] >= since}
+                keys = await anext(changes)
+        finally:
+            await changes.aclose()

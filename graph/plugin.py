@@ -36,7 +36,7 @@ subscription) wherever they run.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -56,6 +56,7 @@ from graph.catalog.types import Entity
 from graph.context import Context, Info
 from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import Settings
+from loaders.cache import Caches, MultiLevelCache, json_codec
 from loaders.registry import LoaderFactory, LoaderServices
 from sources.auth import Viewer
 from sources.errors import InvalidRef
@@ -79,6 +80,7 @@ __all__ = [
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
+    "MultiLevelCache",
     "PagePanel",
     "Plugin",
     "PluginBuilder",
@@ -100,6 +102,7 @@ __all__ = [
     "load_yaml",
     "owner_refs",
     "service",
+    "shared_cache",
     "strawberry",
     "viewer_may_change",
 ]
@@ -404,6 +407,19 @@ def app_services(request: Request) -> Any:
     return request.app.state.services
 
 
+def shared_cache(services: Any, name: str, *, ttl: float) -> MultiLevelCache:
+    """A cache of the plugin's own in the app's multi-level cache: in this process, then in
+    Redis (shared by every replica, when configured), entries kept ``ttl`` seconds in both.
+    ``await cache.load_many(keys, source)`` answers string keys from either level or from
+    ``source(missing_keys) -> {key: value}`` (JSON-encodable values; None is not kept), and
+    concurrent misses of one key in this process share one call of ``source``. Called with
+    the services a lifespan is given; name it ``<plugin>.<what>``."""
+    caches: Caches | None = services.caches
+    if caches is None:
+        raise RuntimeError("the app has not started: no caches")
+    return caches.cache(name, *json_codec(), ttl=ttl)
+
+
 async def announce_changes(holder: Context | Any, keys: list[str]) -> None:
     """Tell every replica that what these keys name changed: cached answers tagged with any
     of them are dropped (a resolver tags its answer with ``info.context.depends_on``), and
@@ -411,9 +427,11 @@ async def announce_changes(holder: Context | Any, keys: list[str]) -> None:
     await holder.invalidate(keys)
 
 
-def follow_changes(holder: Context | Any, prefix: str) -> AsyncIterator[list[str]]:
-    """Changed keys starting with ``prefix``, announced anywhere, a batch at a time. A batch
-    of ``[EVERYTHING]`` means changes may have been missed (Redis was away): read afresh."""
+def follow_changes(holder: Context | Any, prefix: str) -> AsyncGenerator[list[str], None]:
+    """Changed keys starting with ``prefix``, announced anywhere, a batch at a time, from this
+    call on (read what you need after calling it, and nothing falls between). A batch of
+    ``[EVERYTHING]`` means changes may have been missed (Redis was away): read afresh. Close
+    it (``aclose``) when done."""
     feed = holder.changes
     if feed is None:
         raise RuntimeError("the app has not started: no change feed")

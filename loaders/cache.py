@@ -195,11 +195,16 @@ class Caches:
     def redis(self) -> Any:
         return self.shared.redis
 
-    def cache(self, name: str, encode: Encode, decode: Decode) -> MultiLevelCache:
+    def cache(
+        self, name: str, encode: Encode, decode: Decode, *, ttl: float | None = None
+    ) -> MultiLevelCache:
+        """The cache ``name`` (made at first use), its entries kept ``ttl`` seconds in both
+        levels (the app's TTL unless given)."""
         if name not in self.caches:
-            l1 = MemoryCache(max_entries=self.max_entries, max_bytes=self.max_bytes, ttl=self.ttl)
+            ttl = self.ttl if ttl is None else ttl
+            l1 = MemoryCache(max_entries=self.max_entries, max_bytes=self.max_bytes, ttl=ttl)
             self.caches[name] = MultiLevelCache(
-                name, l1, shared=self.shared, ttl=self.ttl, encode=encode, decode=decode
+                name, l1, shared=self.shared, ttl=ttl, encode=encode, decode=decode
             )
         return self.caches[name]
 

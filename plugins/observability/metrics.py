@@ -4,17 +4,17 @@ one query make one call to Prometheus."""
 
 from __future__ import annotations
 
-import asyncio
+import hashlib
 import logging
 import math
-import time
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Final
 
 import httpx
 
+from graph.plugin import MultiLevelCache
 from plugins.observability.alertmanager import Alertmanager
 from plugins.observability.prometheus import Prometheus, PromQLError, Series, Unavailable, render
 from plugins.observability.settings import ObservabilitySettings
@@ -59,46 +59,27 @@ def window(since: int, step: int | None, settings: ObservabilitySettings, now: f
 class Observability:
     settings: ObservabilitySettings
     prometheus: Prometheus | None
-    alertmanager: Alertmanager | None = None
-    # (query, window) → (stored at, series); and the calls under way, shared by their askers.
-    _kept: dict[tuple[str, Window], tuple[float, list[Series]]] = field(default_factory=dict)
-    _flights: dict[tuple[str, Window], asyncio.Future[list[Series]]] = field(default_factory=dict)
-    calls: int = 0  # queries sent to Prometheus, for the tests and /metrics
+    alertmanager: Alertmanager | None
+    # Answers by query and window, in the app's multi-level cache (this process, then Redis).
+    cache: MultiLevelCache
+    calls: int = 0  # queries this process sent to Prometheus, for the tests
 
     async def series(self, query: str, span: Window) -> list[Series]:
-        if self.prometheus is None:
+        """One query's series over a window: from the cache, else from Prometheus (once, however
+        many ask at the same time)."""
+        prometheus = self.prometheus
+        if prometheus is None:
             raise Unavailable("prometheus", "not configured (ATRIUM_PROMETHEUS_URL)")
-        key = (query, span)
-        kept = self._kept.get(key)
-        if kept is not None and time.monotonic() - kept[0] < self.settings.metrics_cache_seconds:
-            return kept[1]
-        flight = self._flights.get(key)
-        if flight is not None:
-            return await asyncio.shield(flight)
-        future: asyncio.Future[list[Series]] = asyncio.get_running_loop().create_future()
-        self._flights[key] = future
-        try:
-            self.calls += 1
-            found = await self.prometheus.query_range(query, span.start, span.end, span.step)
-        except BaseException as exc:
-            future.set_exception(exc)
-            future.exception()  # retrieved: the waiting askers get it themselves
-            raise
-        else:
-            future.set_result(found)
-            self._keep(key, found)
-            return found
-        finally:
-            del self._flights[key]
+        digest = hashlib.blake2b(query.encode(), digest_size=16).hexdigest()
+        key = f"{digest}:{span.start}:{span.end}:{span.step}"
 
-    def _keep(self, key: tuple[str, Window], found: list[Series]) -> None:
-        now = time.monotonic()
-        if len(self._kept) > 10_000:  # bounded: drop what has aged out, else everything
-            live = self.settings.metrics_cache_seconds
-            self._kept = {k: v for k, v in self._kept.items() if now - v[0] < live}
-            if len(self._kept) > 10_000:
-                self._kept.clear()
-        self._kept[key] = (now, found)
+        async def ask(keys: list[str]) -> dict[str, Any]:
+            self.calls += 1
+            found = await prometheus.query_range(query, span.start, span.end, span.step)
+            return {key: [[s.labels, s.points] for s in found]}
+
+        [kept] = await self.cache.load_many([key], ask)
+        return [Series(labels, [(t, v) for t, v in points]) for labels, points in kept]
 
     def queries(self, service: str) -> dict[str, str]:
         templates = self.settings.templates()
@@ -126,7 +107,9 @@ class Observability:
 
 
 @asynccontextmanager
-async def running(settings: ObservabilitySettings) -> AsyncIterator[Observability]:
+async def running(
+    settings: ObservabilitySettings, cache: MultiLevelCache
+) -> AsyncIterator[Observability]:
     async with httpx.AsyncClient() as http:
         prometheus = (
             Prometheus(settings.prometheus_url, http, settings.observability_timeout)
@@ -138,7 +121,7 @@ async def running(settings: ObservabilitySettings) -> AsyncIterator[Observabilit
             if settings.alertmanager_url
             else None
         )
-        found = Observability(settings, prometheus, alertmanager)
+        found = Observability(settings, prometheus, alertmanager, cache)
         await found.check_templates()
         yield found
 

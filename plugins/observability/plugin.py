@@ -7,7 +7,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-from graph.plugin import PluginBuilder
+from graph.plugin import PluginBuilder, shared_cache
 from plugins.observability.alerts import AlertFields, GroupAlerts, SilenceMutation
 from plugins.observability.fields import PLUGIN_ID, ComponentMetrics
 from plugins.observability.metrics import Observability, running
@@ -32,7 +32,10 @@ class ObservabilityPlugin:
 
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Observability]:
-            async with running(settings) as observability:
+            cache = shared_cache(
+                services, f"{PLUGIN_ID}.metrics", ttl=settings.metrics_cache_seconds
+            )
+            async with running(settings, cache) as observability:
                 yield observability
 
         builder.lifespan(lifespan)

@@ -44,7 +44,7 @@ class ObservabilitySettings(BaseSettings):
     metrics_max_range: int = Field(default=30 * 86_400, ge=60)
     # How long an answer is kept, in seconds; windows are aligned to the step, so everyone
     # looking at one dashboard shares one query per step.
-    metrics_cache_seconds: int = Field(default=30, ge=0)
+    metrics_cache_seconds: int = Field(default=30, ge=1)
     # The series' PromQL, by name (JSON object); unset names keep the defaults.
     metrics_templates: dict[str, str] = Field(default_factory=dict)
 

@@ -10,6 +10,7 @@ import itertools
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -56,9 +57,9 @@ def prom(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RunningPrometheus
         yield running
 
 
-async def _client(make_client: AppFactory, url: str) -> Client:
+async def _client(make_client: AppFactory, url: str, **app_settings: Any) -> Client:
     settings = ObservabilitySettings(prometheus_url=url, observability_timeout=2.0)
-    client: Client = await make_client(plugins=[ObservabilityPlugin(settings)])
+    client: Client = await make_client(plugins=[ObservabilityPlugin(settings)], **app_settings)
     assert not (await apply_batch(client.services.db, parse_documents(ORG, "org.yaml"))).errors
     return client
 
@@ -106,6 +107,24 @@ async def test_fifty_identical_dashboards_cost_one_query_per_series(
     asked = prom.queries()[before:]
     assert len(asked) == 5, asked  # five series, each asked once
     assert len(set(asked)) == 5
+
+
+async def test_a_second_replica_answers_from_redis_without_asking_prometheus(
+    make_client: AppFactory, prom: RunningPrometheus, redis_url: str, cache_prefix: str
+) -> None:
+    shared = {"redis_url": redis_url, "cache_prefix": cache_prefix}
+    first = await _client(make_client, prom.url, **shared)
+    second = await _client(make_client, prom.url, **shared)
+    variables = {"ref": "component:checkout", "since": 10_800, "step": 60}
+    before = len(prom.queries())
+    shown = await first.gql(QUERY, variables)
+    again = await second.gql(QUERY, variables)
+    assert again == shown and shown["data"]["entity"]["metrics"]
+    await asyncio.sleep(0.5)
+    assert len(prom.queries()) - before == 5, "the second replica read Redis"
+    observability = second.services.extras["observability"]
+    assert observability.calls == 0
+    assert second.services.caches.stats.counts[("l2", "hit")] >= 5
 
 
 async def test_prometheus_stopped_makes_the_field_null_and_the_page_render(

@@ -101,7 +101,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
     roots: dict[str, list[type]] = {"Query": [], "Mutation": [], "Subscription": []}
     claimed: dict[str, dict[str, str]] = {name: {} for name in roots}
     types: dict[str, tuple[type, str]] = {}  # GraphQL name → (class, plugin id)
-    extended: list[tuple[str, type, str]] = []  # (type name, fields class, plugin id)
+    # (type name, fields class, plugin id, may be left out)
+    extended: list[tuple[str, type, str, bool]] = []
     extensions: list[Any] = []
     routes_claimed: dict[tuple[str, str], str] = {}
     needed: list[tuple[str, str]] = []  # (service, plugin that needs it)
@@ -122,8 +123,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             roots[root] += classes
         for cls in contribution.types:
             types[cls.__strawberry_definition__.name] = (cls, plugin.id)  # type: ignore[attr-defined]
-        for name, classes in contribution.type_extensions.items():
-            extended += [(name, cls, plugin.id) for cls in classes]
+        for name, additions in contribution.type_extensions.items():
+            extended += [(name, cls, plugin.id, optional) for cls, optional in additions]
         extensions += contribution.extensions
         for name, factory in contribution.loaders.items():
             assembly.loaders.add(name, factory)
@@ -181,7 +182,7 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
 
 @contextmanager
 def _extended_types(
-    types: dict[str, tuple[type, str]], extended: list[tuple[str, type, str]]
+    types: dict[str, tuple[type, str]], extended: list[tuple[str, type, str, bool]]
 ) -> Iterator[None]:
     """While the schema is built, give extended types their extra fields.
 
@@ -192,7 +193,9 @@ def _extended_types(
     originals: dict[type, Any] = {}
     claimed: dict[type, dict[str, str]] = {}  # field name → the plugin that defined it
     try:
-        for name, fields_class, plugin_id in extended:
+        for name, fields_class, plugin_id, optional in extended:
+            if name not in types and optional:
+                continue
             if name not in types:
                 raise PluginConflict(f"plugin {plugin_id} extends {name}, which no plugin defines")
             target, owner = types[name]

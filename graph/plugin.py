@@ -175,8 +175,9 @@ class _Contribution:
     mutation: list[type] = field(default_factory=list)
     subscription: list[type] = field(default_factory=list)
     types: list[type] = field(default_factory=list)
-    # GraphQL type name → classes whose fields join that type (another plugin's type).
-    type_extensions: dict[str, list[type]] = field(default_factory=dict)
+    # GraphQL type name → classes whose fields join that type (another plugin's type), each
+    # with whether it may be left out when no plugin defines the type.
+    type_extensions: dict[str, list[tuple[type, bool]]] = field(default_factory=dict)
     lifespans: list[Lifespan] = field(default_factory=list)
     loaders: dict[str, LoaderFactory] = field(default_factory=dict)
     extensions: list[Any] = field(default_factory=list)
@@ -214,11 +215,16 @@ class PluginBuilder:
         self.contribution.subscription.append(_strawberry_type(fields))
         return fields
 
-    def extend_type(self, name: str, fields: type) -> type:
+    def extend_type(self, name: str, fields: type, *, optional: bool = False) -> type:
         """Add the fields of a ``@strawberry.type`` class to another plugin's type, named as in
         the schema (``builder.extend_type("Component", ComponentWorkloads)``). Resolvers see
-        the extended type's object as ``self``."""
-        self.contribution.type_extensions.setdefault(name, []).append(_strawberry_type(fields))
+        the extended type's object as ``self`` and should read only its schema fields (what
+        any client could read). A type no plugin defines fails the start-up, unless
+        ``optional``: then the fields are left out, as for a plugin that is not installed
+        (the type must be one its plugin declares with ``types``)."""
+        self.contribution.type_extensions.setdefault(name, []).append(
+            (_strawberry_type(fields), optional)
+        )
         return fields
 
     def lifespan(self, factory: Lifespan) -> None:

@@ -412,9 +412,7 @@ class Cluster:
             raise kmock.KubernetesObjectNotFoundError(
                 message=f"no log is scripted for pod {request.namespace}/{request.name}"
             )
-        if truthy(request.params.get("follow")):
-            return log.follow()
-        return log.text.encode()
+        return log.serve(request.params)
 
     # --- Network faults (the emulator and its state are untouched). ----------------------------
 

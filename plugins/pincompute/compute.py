@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import time
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -22,6 +23,12 @@ PINAPP = Resource("PinApp", "pinapps")
 PINSCALER = Resource("PinScaler", "pinscalers")
 POD_LABEL = "atrium.dev/pinapp"
 MERGE_PATCH = "application/merge-patch+json"
+
+
+def pod_of(item: dict[str, Any], key: Key) -> bool:
+    """Whether a pod (as listed) belongs to the PinApp ``key`` (its ``atrium.dev/pinapp``)."""
+    labels = (item.get("metadata") or {}).get("labels") or {}
+    return bool(labels.get(POD_LABEL) == key.name)
 
 
 class ComputeError(Exception):
@@ -128,6 +135,7 @@ class Compute:
             )
             try:
                 raw: bytes = await response.read()
+                _check_status(response.status, raw)
                 return raw.decode("utf-8", errors="replace")
             finally:
                 response.release()
@@ -144,6 +152,7 @@ class Compute:
         *,
         container: str | None,
         tail_lines: int | None,
+        timestamps: bool = False,
     ) -> AsyncIterator[str]:
         """Lines as the pod writes them, until it stops or the subscriber goes away."""
         try:
@@ -152,6 +161,7 @@ class Compute:
                 namespace,
                 container=container,
                 tail_lines=tail_lines,
+                timestamps=timestamps,
                 follow=True,
                 _preload_content=False,
                 _request_timeout=(self.settings.compute_request_timeout, None),
@@ -161,6 +171,14 @@ class Compute:
                 f"cluster {cluster}: following the log of {namespace}/{pod} failed: {_why(exc)}"
             ) from exc
         try:
+            if response.status >= 300:
+                try:
+                    _check_status(response.status, await response.read())
+                except ApiException as exc:
+                    raise ComputeError(
+                        f"cluster {cluster}: following the log of {namespace}/{pod} failed: "
+                        f"{_why(exc)}"
+                    ) from exc
             async for line in response.content:
                 yield line.decode("utf-8", errors="replace").rstrip("\n")
         finally:
@@ -196,6 +214,16 @@ class Compute:
             what = f"creating {kind} {namespace}/{body['metadata']['name']}"
             raise ComputeError(f"cluster {cluster}: {what} failed: {_why(exc)}") from exc
         return self.store(kind).upsert(cluster, created).body
+
+
+def _check_status(status: int, body: bytes) -> None:
+    """Raise the API server's refusal: with ``_preload_content=False`` (logs, read raw),
+    kubernetes-asyncio hands back an error's body as if it were the answer."""
+    if not 200 <= status < 300:
+        text = body.decode("utf-8", errors="replace")
+        with contextlib.suppress(ValueError, AttributeError):
+            text = str(json.loads(text).get("message") or text)
+        raise ApiException(status=status, reason=text[:500])
 
 
 def _why(exc: BaseException) -> str:

@@ -38,7 +38,6 @@ from plugins.pincompute.emulator import (
     Resource,
     now,
     register,
-    truthy,
 )
 
 __all__ = ["CLUSTER", "demo_cluster", "demo_workloads"]
@@ -173,7 +172,7 @@ async def _serve(catalog: Path, url: list[str], ready: threading.Event) -> None:
         found = logs.get((request.namespace or "", request.name or ""))
         if found is None:
             raise kmock.KubernetesObjectNotFoundError(message=f"no pod {request.name}")
-        return found.follow() if truthy(request.params.get("follow")) else found.text.encode()
+        return found.serve(request.params)
 
     reactions = emulator**-1
     reactions[kmock.action.CREATE] << 201 << emulator._serve_create  # as the API server answers

@@ -11,8 +11,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import datetime
+import time
 import uuid
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Iterable, Mapping
 from dataclasses import dataclass
 
 import aiohttp.web
@@ -235,12 +236,15 @@ class PodLog:
 
     A followed log streams what was written so far, then each `write`, and ends at `finish`
     (as when the container exits). Reading without follow returns what was written so far.
+    Each line keeps when it was written, and `serve` answers pods/log's query parameters as
+    the API server does: `tailLines`, `sinceSeconds`, `timestamps` (each line prefixed with
+    its RFC 3339 time and a space), `limitBytes` and `follow`.
     """
 
     def __init__(self, text: str = "", *, finished: bool = False, keep: int | None = None) -> None:
-        # The last `keep` writes (all when None): a log that runs for hours stays bounded.
-        self._chunks: collections.deque[bytes] = collections.deque(maxlen=keep)
-        self._followers: set[asyncio.Queue[bytes | None]] = set()
+        # The last `keep` lines (all when None): a log that runs for hours stays bounded.
+        self._lines: collections.deque[tuple[float, bytes]] = collections.deque(maxlen=keep)
+        self._followers: set[asyncio.Queue[tuple[float, bytes] | None]] = set()
         self.finished = False
         if text:
             self.write(text)
@@ -249,33 +253,75 @@ class PodLog:
 
     @property
     def text(self) -> str:
-        return b"".join(self._chunks).decode()
+        return b"".join(line for _, line in self._lines).decode()
 
-    def write(self, text: str) -> None:
+    def write(self, text: str, *, at: float | None = None) -> None:
+        """Append lines, written now (or at the Unix time ``at``)."""
         if self.finished:
             raise RuntimeError("the log is finished: nothing more can be written to it")
-        chunk = text.encode()
-        self._chunks.append(chunk)
-        for queue in self._followers:
-            queue.put_nowait(chunk)
+        when = time.time() if at is None else at
+        for line in text.encode().splitlines(keepends=True):
+            self._lines.append((when, line))
+            for queue in self._followers:
+                queue.put_nowait((when, line))
 
     def finish(self) -> None:
         self.finished = True
         for queue in self._followers:
             queue.put_nowait(None)
 
-    async def follow(self) -> AsyncIterator[bytes]:
-        # Snapshot and subscribe with no await between, so no write falls in the gap.
-        backlog = list(self._chunks)
-        queue: asyncio.Queue[bytes | None] = asyncio.Queue()
+    def serve(self, params: Mapping[str, str]) -> bytes | AsyncIterator[bytes]:
+        """The answer to GET pods/log with these query parameters."""
+        stamped = truthy(params.get("timestamps"))
+        lines = list(self._lines)
+        if "sinceSeconds" in params:
+            oldest = time.time() - int(params["sinceSeconds"])
+            lines = [item for item in lines if item[0] >= oldest]
+        if "tailLines" in params:
+            tail = int(params["tailLines"])
+            lines = lines[max(len(lines) - tail, 0) :]
+        if truthy(params.get("follow")):
+            return self._follow(lines, stamped)
+        body = b"".join(_stamp(item, stamped) for item in lines)
+        if "limitBytes" in params:
+            body = body[: int(params["limitBytes"])]
+        return body
+
+    def follow(self) -> AsyncIterator[bytes]:
+        return self._follow(list(self._lines), False)
+
+    def _follow(self, backlog: list[tuple[float, bytes]], stamped: bool) -> AsyncIterator[bytes]:
+        # Subscribed as the backlog is taken, with no await between: no write falls in the gap.
+        queue: asyncio.Queue[tuple[float, bytes] | None] = asyncio.Queue()
         self._followers.add(queue)
+        return self._drain(queue, backlog, stamped)
+
+    async def _drain(
+        self,
+        queue: asyncio.Queue[tuple[float, bytes] | None],
+        backlog: list[tuple[float, bytes]],
+        stamped: bool,
+    ) -> AsyncIterator[bytes]:
         try:
             yield b""  # send the headers now, even before the first line
-            for chunk in backlog:
-                yield chunk
+            for item in backlog:
+                yield _stamp(item, stamped)
             if self.finished:
                 return
             while (written := await queue.get()) is not None:
-                yield written
+                yield _stamp(written, stamped)
         finally:
             self._followers.discard(queue)
+
+
+def _stamp(item: tuple[float, bytes], stamped: bool) -> bytes:
+    """A line as pods/log sends it, with ``timestamps=true`` prefixed by RFC 3339 time."""
+    when, line = item
+    if not stamped:
+        return line
+    seconds = int(when)
+    nanos = round((when - seconds) * 1e9)
+    if nanos >= 1_000_000_000:
+        seconds, nanos = seconds + 1, nanos - 1_000_000_000
+    stamp = datetime.datetime.fromtimestamp(seconds, datetime.UTC).strftime("%Y-%m-%dT%H:%M:%S")
+    return f"{stamp}.{nanos:09d}Z ".encode() + line

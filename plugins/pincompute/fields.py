@@ -9,9 +9,18 @@ from datetime import UTC, datetime
 from typing import Any, TypeVar
 
 from graph.plugin import Info, UserError, entities_owned_by, strawberry
-from plugins.pincompute.compute import Compute, ComputeError
+from plugins.pincompute.compute import Compute, ComputeError, pod_of
+from plugins.pincompute.logs import follow_workload, needle_of, pod_names
 from plugins.pincompute.store import Key, ObjectStore, StoredObject, normalise_ref
-from plugins.pincompute.types import ClusterError, ClusterStatus, PinApp, PinScaler, compute_of
+from plugins.pincompute.types import (
+    ClusterError,
+    ClusterStatus,
+    PinApp,
+    PinScaler,
+    WorkloadLogLine,
+    check_log_bounds,
+    compute_of,
+)
 
 __all__ = ["ComponentWorkloads", "ComputeQuery", "ComputeSubscription"]
 MAX_PAGE = 100
@@ -298,6 +307,37 @@ class ComputeSubscription:
                 cluster, namespace, pod, container=container, tail_lines=tail_lines
             ):
                 yield line
+        except ComputeError as exc:
+            raise UserError(str(exc), "UNAVAILABLE") from exc
+
+    @strawberry.subscription(
+        description="A PinApp's log: the merged tail of its pods, then every line any of them "
+        "writes (pods that start later included), holding a text when `filter` is given."
+    )
+    async def pin_app_log_tail(
+        self,
+        info: Info,
+        cluster: str,
+        namespace: str,
+        name: str,
+        tail_lines: int = 10,
+        filter: str | None = None,
+    ) -> AsyncGenerator[WorkloadLogLine, None]:
+        check_log_bounds(tail_lines, None, filter)
+        compute = compute_of(info)
+        key = Key(cluster, namespace, name)
+        if compute.pinapps.get(key) is None:
+            raise UserError(f"no PinApp {key}", "NOT_FOUND")
+
+        async def pods() -> list[str]:
+            items = await compute.namespace_items(cluster, namespace, "pods")
+            return pod_names([i for i in items if pod_of(i, key)])
+
+        try:
+            async for line in follow_workload(
+                compute, key, pods, tail=tail_lines, needle=needle_of(filter)
+            ):
+                yield WorkloadLogLine.of(line)
         except ComputeError as exc:
             raise UserError(str(exc), "UNAVAILABLE") from exc
 

@@ -8,13 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from graph.plugin import DataLoader, LoaderServices, PluginBuilder
-from plugins.pincompute.compute import Compute, ComputeError, running
+from plugins.pincompute.compute import Compute, ComputeError, pod_of, running
 from plugins.pincompute.fields import ComponentWorkloads, ComputeQuery, ComputeSubscription
 from plugins.pincompute.mutations import ComputeMutation
 from plugins.pincompute.service import Workloads
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.store import Key
-from plugins.pincompute.types import PLUGIN_ID
+from plugins.pincompute.types import PLUGIN_ID, PinApp, PinScaler
 
 __all__ = ["PinComputePlugin"]
 
@@ -32,6 +32,7 @@ class PinComputePlugin:
         builder.query(ComputeQuery)
         builder.mutation(ComputeMutation)
         builder.subscription(ComputeSubscription)
+        builder.types(PinApp, PinScaler)  # other plugins may extend them
         builder.extend_type("Component", ComponentWorkloads)
         builder.loader("pods", _namespace_loader("pods"))
         builder.loader("events", _namespace_loader("events"))
@@ -95,8 +96,7 @@ def _namespace_loader(kind: str) -> Any:
 
 def _belongs(item: dict[str, Any], key: Key, kind: str) -> bool:
     if kind == "pods":
-        labels = (item.get("metadata") or {}).get("labels") or {}
-        return labels.get("atrium.dev/pinapp") == key.name
+        return pod_of(item, key)
     involved = item.get("involved_object") or {}
     name = involved.get("name") or ""
     return name == key.name or name.startswith(f"{key.name}-")

@@ -18,6 +18,7 @@ from graph.plugin import (
     viewer_may_change,
 )
 from plugins.pincompute.compute import Compute, ComputeError
+from plugins.pincompute.logs import MAX_LINES, LogLine, needle_of, pod_names, read_workload
 from plugins.pincompute.model import env_of
 from plugins.pincompute.store import Key, StoredObject
 
@@ -28,11 +29,24 @@ __all__ = [
     "PinApp",
     "PinScaler",
     "Pod",
+    "WorkloadLogLine",
+    "WorkloadLogs",
+    "check_log_bounds",
     "compute_of",
 ]
 
 PLUGIN_ID = "pincompute"
 MAX_EVENTS = 100
+MAX_FILTER = 200
+
+
+def check_log_bounds(tail_lines: int, since_seconds: int | None, filter: str | None) -> None:
+    if not 0 <= tail_lines <= MAX_LINES:
+        raise UserError(f"tailLines must be between 0 and {MAX_LINES}")
+    if since_seconds is not None and since_seconds < 1:
+        raise UserError("sinceSeconds must be at least 1")
+    if filter is not None and len(filter) > MAX_FILTER:
+        raise UserError(f"filter must be at most {MAX_FILTER} characters")
 
 
 def compute_of(info: Info) -> Compute:
@@ -92,6 +106,36 @@ class Pod:
     node: str | None
     started_at: datetime | None
     containers: list[str]
+
+
+@strawberry.type(name="LogLine", description="One line of a workload's merged log.")
+class WorkloadLogLine:
+    time: datetime = strawberry.field(description="When the kubelet took it.")
+    pod: str = strawberry.field(
+        description="The pod that wrote it; empty for a notice of Atrium's (lines dropped)."
+    )
+    text: str
+
+    @classmethod
+    def of(cls, line: LogLine) -> WorkloadLogLine:
+        return cls(time=line.time, pod=line.pod, text=line.text)
+
+
+@strawberry.type
+class PodLogError:
+    pod: str
+    message: str
+
+
+@strawberry.type(description="The logs of a workload's pods, merged by time.")
+class WorkloadLogs:
+    lines: list[WorkloadLogLine] = strawberry.field(description="Oldest first.")
+    truncated: bool = strawberry.field(
+        description="Older lines were left out to stay within the lines and bytes allowed."
+    )
+    pod_errors: list[PodLogError] = strawberry.field(
+        description="Pods whose log could not be read: the lines of the others are here."
+    )
 
 
 @strawberry.type
@@ -236,6 +280,38 @@ class PinApp(_Workload):
     async def pods(self, info: Info) -> list[Pod]:
         items = await info.context.loaders["pincompute.pods"].load(self.stored.key)
         return [_pod(item) for item in items]
+
+    @strawberry.field(
+        description="The logs of all its pods merged by time: the last `tailLines` lines "
+        f"(at most {MAX_LINES}, and 1 MB), since some seconds, holding a text (any case). "
+        "Null, with an UNAVAILABLE error, when the cluster cannot answer.",
+        directives=[CacheControl(max_age=5)],
+    )
+    async def logs(
+        self,
+        info: Info,
+        tail_lines: int = 200,
+        since_seconds: int | None = None,
+        filter: str | None = None,
+    ) -> WorkloadLogs | None:
+        check_log_bounds(tail_lines, since_seconds, filter)
+        items = await info.context.loaders["pincompute.pods"].load(self.stored.key)
+        pods = pod_names(items)
+        found = await read_workload(
+            compute_of(info),
+            self.stored.key,
+            pods,
+            tail=tail_lines,
+            since_seconds=since_seconds,
+            needle=needle_of(filter),
+        )
+        if pods and len(found.errors) == len(pods):
+            raise UserError(next(iter(found.errors.values())), "UNAVAILABLE")
+        return WorkloadLogs(
+            lines=[WorkloadLogLine.of(line) for line in found.lines],
+            truncated=found.truncated,
+            pod_errors=[PodLogError(pod=p, message=m) for p, m in sorted(found.errors.items())],
+        )
 
     @strawberry.field(description="Recent Kubernetes events about it and its pods.")
     async def events(self, info: Info, first: int = 20) -> list[KubeEvent]:

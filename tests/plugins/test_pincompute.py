@@ -4,6 +4,7 @@ production), booted as the only plugin besides the core."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Any
@@ -519,14 +520,14 @@ async def test_sizes_and_cursors_out_of_range_are_bad_input(
     assert expected in body["errors"][0]["message"]
 
 
-async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:
-    """A subscription through a real server: uvicorn, a websocket, graphql-transport-ws."""
+@contextlib.asynccontextmanager
+async def websocket(env: Env) -> AsyncIterator[Any]:
+    """A graphql-transport-ws connection to the app served by uvicorn on a free port."""
     import socket
 
     import aiohttp
     import uvicorn
 
-    log = env.east.pod_log("shop", "checkout-abc", "first\n")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -546,32 +547,144 @@ async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:
         ):
             await ws.send_json({"type": "connection_init"})
             assert (await ws.receive_json(timeout=5))["type"] == "connection_ack"
-            await ws.send_json(
-                {
-                    "id": "1",
-                    "type": "subscribe",
-                    "payload": {
-                        "query": 'subscription { podLogTail(cluster: "east", namespace: "shop", pod: "checkout-abc") }'
-                    },
-                }
-            )
-            first = await ws.receive_json(timeout=5)
-            assert first == {
-                "id": "1",
-                "type": "next",
-                "payload": {"data": {"podLogTail": "first"}},
-            }
-            log.write("second\n")
-            second = await ws.receive_json(timeout=5)
-            assert second["payload"]["data"]["podLogTail"] == "second"
-            log.finish()
-            done = await ws.receive_json(timeout=5)
-            assert done == {"id": "1", "type": "complete"}
+            yield ws
     finally:
         server.should_exit = True
         await serving
+
+
+async def test_live_log_tail_over_graphql_transport_ws(env: Env) -> None:
+    """A subscription through a real server: uvicorn, a websocket, graphql-transport-ws."""
+    log = env.east.pod_log("shop", "checkout-abc", "first\n")
+    async with websocket(env) as ws:
+        await ws.send_json(
+            {
+                "id": "1",
+                "type": "subscribe",
+                "payload": {
+                    "query": 'subscription { podLogTail(cluster: "east", namespace: "shop", pod: "checkout-abc") }'
+                },
+            }
+        )
+        first = await ws.receive_json(timeout=5)
+        assert first == {
+            "id": "1",
+            "type": "next",
+            "payload": {"data": {"podLogTail": "first"}},
+        }
+        log.write("second\n")
+        second = await ws.receive_json(timeout=5)
+        assert second["payload"]["data"]["podLogTail"] == "second"
+        log.finish()
+        done = await ws.receive_json(timeout=5)
+        assert done == {"id": "1", "type": "complete"}
     follows = [r for r in env.east.requests if r.path.endswith("/log")]
     assert follows[-1].query.get("follow", "").lower() == "true"
+
+
+def pod(name: str, app: str) -> dict[str, Any]:
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "shop", "labels": {"atrium.dev/pinapp": app}},
+        "spec": {"containers": [{"name": "app", "image": "x"}]},
+        "status": {"phase": "Running"},
+    }
+
+
+LOGS = """query($tail: Int!, $filter: String) {
+  pinApp(cluster: "east", namespace: "shop", name: "checkout") {
+    logs(tailLines: $tail, filter: $filter) { lines { time pod text } truncated podErrors { pod } } } }"""
+
+
+async def test_a_workloads_log_merges_its_pods_by_time(env: Env) -> None:
+    for name, app in (("checkout-a", "checkout"), ("checkout-b", "checkout"), ("other-x", "other")):
+        await env.east.put("pods", "shop", pod(name, app))
+    t0 = 1_790_000_000.0
+    a = env.east.pod_log("shop", "checkout-a")
+    b = env.east.pod_log("shop", "checkout-b")
+    a.write("a1 started\n", at=t0)
+    b.write("b1 ERROR timeout\n", at=t0 + 1.5)
+    a.write("a2 error: refused\n", at=t0 + 2.25)
+    b.write("b2 ok\n", at=t0 + 3.000000001)
+    env.east.pod_log("shop", "other-x", "not mine\n")
+
+    shown = (await env.client.gql(LOGS, {"tail": 3}))["data"]["pinApp"]["logs"]
+    assert [(line["pod"], line["text"]) for line in shown["lines"]] == [
+        ("checkout-b", "b1 ERROR timeout"),
+        ("checkout-a", "a2 error: refused"),
+        ("checkout-b", "b2 ok"),
+    ]
+    assert shown["lines"][0]["time"].startswith("2026-09-21T")
+    assert shown["truncated"] and shown["podErrors"] == []
+    reads = [r for r in env.east.requests if r.path.endswith("/log")]
+    assert {r.path.split("/")[-2] for r in reads} == {"checkout-a", "checkout-b"}
+    assert all(r.query.get("timestamps", "").lower() == "true" for r in reads)
+
+    # A filter, in any case, over more of each pod's log than the tail.
+    found = (await env.client.gql(LOGS, {"tail": 10, "filter": "ERROR"}))["data"]["pinApp"]
+    assert [line["text"] for line in found["logs"]["lines"]] == [
+        "b1 ERROR timeout",
+        "a2 error: refused",
+    ]
+    assert found["logs"]["truncated"] is False
+
+    # A pod whose log cannot be read is named; the others' lines are still there.
+    await env.east.put("pods", "shop", pod("checkout-c", "checkout"))
+    env.client.services.extras["pincompute"].settings.compute_pod_cache_seconds = 0
+    partial = (await env.client.gql(LOGS, {"tail": 10}))["data"]["pinApp"]["logs"]
+    assert partial["podErrors"] == [{"pod": "checkout-c"}], partial
+    assert len(partial["lines"]) == 4
+    # The API server's refusal is an error, not a log holding its Status object.
+    gone = await env.client.gql(
+        '{ podLogs(cluster: "east", namespace: "shop", pod: "gone") { text } }',
+        expect_errors=True,
+    )
+    [error] = gone["errors"]
+    assert error["extensions"]["code"] == "UNAVAILABLE" and "404" in error["message"], error
+
+    for bad in ({"tail": 5001}, {"tail": 10, "filter": "x" * 201}):
+        body = await env.client.gql(LOGS, bad, expect_errors=True)
+        assert body["errors"][0]["extensions"]["code"] == "BAD_USER_INPUT"
+
+
+async def test_following_a_workload_sends_its_merged_tail_then_every_pods_lines(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("plugins.pincompute.logs.POD_RESCAN", 0.2)
+    env.client.services.extras["pincompute"].settings.compute_pod_cache_seconds = 0
+    for name in ("checkout-a", "checkout-b"):
+        await env.east.put("pods", "shop", pod(name, "checkout"))
+    t0 = 1_790_000_000.0
+    a = env.east.pod_log("shop", "checkout-a")
+    b = env.east.pod_log("shop", "checkout-b")
+    a.write("old\n", at=t0)
+    b.write("b1\n", at=t0 + 2)
+    a.write("a1\n", at=t0 + 1)
+    query = """subscription { pinAppLogTail(cluster: "east", namespace: "shop", name: "checkout",
+      tailLines: 2) { pod text } }"""
+    async with websocket(env) as ws:
+        await ws.send_json({"id": "1", "type": "subscribe", "payload": {"query": query}})
+
+        async def line() -> tuple[str, str]:
+            message = await ws.receive_json(timeout=5)
+            assert message["type"] == "next", message
+            got = message["payload"]["data"]["pinAppLogTail"]
+            return got["pod"], got["text"]
+
+        assert [await line(), await line()] == [("checkout-a", "a1"), ("checkout-b", "b1")]
+        b.write("b2\n")
+        assert await line() == ("checkout-b", "b2")
+        a.write("a2\n")
+        assert await line() == ("checkout-a", "a2")
+        # A pod that starts later is followed too.
+        c = env.east.pod_log("shop", "checkout-c")
+        await env.east.put("pods", "shop", pod("checkout-c", "checkout"))
+        await asyncio.sleep(0.6)
+        c.write("c1\n")
+        assert await line() == ("checkout-c", "c1")
+    follows = [r for r in env.east.requests if r.path.endswith("/log") and "follow" in r.query]
+    assert {r.query.get("tailLines") for r in follows} == {"0"}
 
 
 async def test_paging_walks_every_workload_once(env: Env) -> None:

@@ -1,6 +1,6 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|console|deployments] [--users N] [--pinapps N]
-[--deploys N]``."""
+[--only catalog|ldap|compute|serving|console|deployments|observability] [--users N]
+[--pinapps N] [--deploys N]``."""
 
 from __future__ import annotations
 
@@ -14,6 +14,7 @@ from bench.database import admin_url
 from bench.deployments import run_deployments
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
+from bench.observability import run_observability
 from bench.run import Options, run
 from bench.serving import run_serving
 
@@ -40,9 +41,17 @@ def main(argv: list[str] | None = None) -> int:
     )
     parser.add_argument(
         "--only",
-        choices=("catalog", "ldap", "compute", "serving", "console", "deployments"),
-        help="run the catalog, the LDAP, the compute, the serving, the console or the "
-        "deployments scenarios only",
+        choices=(
+            "catalog",
+            "ldap",
+            "compute",
+            "serving",
+            "console",
+            "deployments",
+            "observability",
+        ),
+        help="run the catalog, the LDAP, the compute, the serving, the console, the "
+        "deployments or the observability scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -97,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
             # As the serving scenario: a run of few rounds is short throughout.
             short = args.quick or (args.rounds is not None and args.rounds < 5)
             asyncio.run(run_deployments(options, deploys=deploys, short=short))
+        if args.only in (None, "observability"):
+            short = args.quick or (args.rounds is not None and args.rounds < 5)
+            asyncio.run(run_observability(short=short, rounds=args.rounds, seed=args.seed))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -44,10 +44,12 @@ class RunningPrometheus:
 
 
 def openmetrics(series: dict[str, list[tuple[int, float]]]) -> str:
-    """OpenMetrics text of counters ``name{labels}`` → [(unix seconds, value)], time-ordered."""
+    """OpenMetrics text of ``name{labels}`` → [(unix seconds, value)], time-ordered: counters
+    for names ending in ``_total``, gauges for the others."""
     lines = []
     for name in sorted({s.partition("{")[0] for s in series}):
-        lines.append(f"# TYPE {name} counter")
+        kind = "counter" if name.endswith("_total") else "gauge"
+        lines.append(f"# TYPE {name} {kind}")
         for key, points in series.items():
             if key.partition("{")[0] == name:
                 lines += [f"{key} {value} {at}" for at, value in points]

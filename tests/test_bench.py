@@ -52,6 +52,11 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "component page",
         "team DORA, 90 days",
         "Atrium POST /hooks/deployments/github",
+        "Prometheus: the 5 range queries, one after another",
+        "Atrium: metrics panel, uncached",
+        "Atrium: metrics panel, metrics cache warm",
     ):
         assert scenario in result.stdout
+    # The warm metrics cache answered every cached panel: Prometheus was asked nothing.
+    assert "queries sent to Prometheus by the cached requests: 0 " in result.stdout
     assert "scratch database dropped" in result.stdout

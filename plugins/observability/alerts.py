@@ -3,6 +3,7 @@ silences its owners create (limited to its own alerts) and expire, audited."""
 
 from __future__ import annotations
 
+import re
 from datetime import UTC, datetime, timedelta
 from enum import Enum
 from typing import Any, Final
@@ -20,10 +21,10 @@ from graph.plugin import (
     strawberry,
 )
 from plugins.observability.alertmanager import Matcher, matchers_of
-from plugins.observability.metrics import Observability
+from plugins.observability.metrics import Observability, pods_pattern
 from plugins.observability.prometheus import Unavailable
 
-__all__ = ["AlertFields", "GroupAlerts", "SilenceMutation"]
+__all__ = ["AlertFields", "GroupAlerts", "SilenceMutation", "WorkloadAlerts"]
 
 PLUGIN_ID: Final = "observability"
 MAX_SILENCE: Final = 14 * 86_400
@@ -142,6 +143,36 @@ class GroupAlerts:
             if any(all(m.matches(a.get("labels") or {}) for m in s) for s in selectors)
         ]
         return _sorted([_alert(a) for a in mine])
+
+
+@strawberry.type
+class WorkloadAlerts:
+    """Joins PinCompute's PinApp (when installed): alerts about its pods or about it."""
+
+    @strawberry.field(
+        description="Alerts firing now in its namespace about one of its pods (`pod` label "
+        "<name>-<hash>-<id>) or about it (`pinapp` or `deployment` label), and of its cluster "
+        "when they carry a `cluster` label."
+    )
+    async def alerts(self, info: Info) -> list[Alert] | None:
+        backend = _observability(info)
+        cluster, namespace, name = self.cluster, self.namespace, self.name  # type: ignore[attr-defined]
+        try:
+            raw = await backend.alerts_backend().alerts([Matcher("namespace", namespace)])
+        except Unavailable as exc:
+            raise UserError(str(exc), "UNAVAILABLE") from None
+        pods = re.compile(pods_pattern(name))
+
+        def mine(labels: dict[str, str]) -> bool:
+            if labels.get("cluster", cluster) != cluster:
+                return False
+            return (
+                pods.fullmatch(labels.get("pod", "")) is not None
+                or labels.get("pinapp") == name
+                or labels.get("deployment") == name
+            )
+
+        return _sorted([_alert(a) for a in raw if mine(a.get("labels") or {})])
 
 
 class SilenceOwner:

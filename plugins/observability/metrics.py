@@ -4,9 +4,11 @@ one query make one call to Prometheus."""
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import math
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -19,7 +21,15 @@ from plugins.observability.alertmanager import Alertmanager
 from plugins.observability.prometheus import Prometheus, PromQLError, Series, Unavailable, render
 from plugins.observability.settings import ObservabilitySettings
 
-__all__ = ["COMPONENT_SERIES", "SERVICE_ANNOTATION", "Observability", "Window", "running", "window"]
+__all__ = [
+    "COMPONENT_SERIES",
+    "SERVICE_ANNOTATION",
+    "WORKLOAD_SERIES",
+    "Observability",
+    "Window",
+    "running",
+    "window",
+]
 
 SERVICE_ANNOTATION: Final = "atrium.dev/prometheus-service"
 COMPONENT_SERIES: Final = (
@@ -29,6 +39,7 @@ COMPONENT_SERIES: Final = (
     "latency_p95",
     "latency_p99",
 )
+WORKLOAD_SERIES: Final = ("cpu", "memory")
 MIN_STEP: Final = 15
 
 log = logging.getLogger("atrium.observability")
@@ -82,28 +93,67 @@ class Observability:
         return [Series(labels, [(t, v) for t, v in points]) for labels, points in kept]
 
     def queries(self, service: str) -> dict[str, str]:
-        templates = self.settings.templates()
-        return {name: render(templates[name], service=service) for name in COMPONENT_SERIES}
+        """A component's series, by name: its templates filled with its service label."""
+        return self._fill(COMPONENT_SERIES, service=service)
+
+    def workload_queries(self, cluster: str, namespace: str, name: str) -> dict[str, str]:
+        """A PinApp's series, by name."""
+        values = {"cluster": cluster, "namespace": namespace, "name": name}
+        return self._fill(WORKLOAD_SERIES, **values, pods=pods_pattern(name))
 
     def alerts_backend(self) -> Alertmanager:
         if self.alertmanager is None:
             raise Unavailable("alertmanager", "not configured (ATRIUM_ALERTMANAGER_URL)")
         return self.alertmanager
 
+    def _fill(self, names: tuple[str, ...], **values: str) -> dict[str, str]:
+        templates = self.settings.templates()
+        try:
+            return {name: render(templates[name], **values) for name in names}
+        except (KeyError, ValueError) as exc:  # said at start-up (check_templates)
+            raise Unavailable(
+                "prometheus", f"a PromQL template cannot be filled: {exc!r}"
+            ) from None
+
     async def check_templates(self) -> list[str]:
-        """Templates Prometheus cannot parse, each said once at start-up (with a sample value)."""
-        if self.prometheus is None:
-            return []
+        """Templates that cannot be filled or that Prometheus cannot parse, each said once at
+        start-up (filled with sample values); their series then answer UNAVAILABLE."""
         wrong = []
-        for name, query in self.queries("atrium-template-check").items():
+        samples: dict[str, str] = {}
+        for name, template in self.settings.templates().items():
             try:
-                await self.prometheus.check(query)
+                samples[name] = render(
+                    template,
+                    service="atrium-template-check",
+                    cluster="c",
+                    namespace="ns",
+                    name="app",
+                    pods=pods_pattern("app"),
+                )
+            except (KeyError, ValueError) as exc:
+                log.error("a PromQL template is wrong", extra={"series": name, "error": repr(exc)})
+                wrong.append(name)
+        if self.prometheus is None:
+            return wrong
+        prometheus = self.prometheus
+
+        async def check(name: str, query: str) -> str | None:
+            try:
+                await prometheus.check(query)
             except PromQLError as exc:
                 log.error("a PromQL template is wrong", extra={"series": name, "error": str(exc)})
-                wrong.append(name)
+                return name
             except Unavailable:
-                return wrong  # checked when it answers; a dead backend is not a bad template
-        return wrong
+                pass  # checked when it answers; a dead backend is not a bad template
+            return None
+
+        found = await asyncio.gather(*(check(n, q) for n, q in samples.items()))
+        return wrong + [name for name in found if name is not None]
+
+
+def pods_pattern(name: str) -> str:
+    """A regular expression (RE2) for the names of a PinApp's pods: ``<name>-<hash>-<id>``."""
+    return re.escape(name) + "-[a-z0-9]+-[a-z0-9]+"
 
 
 @asynccontextmanager

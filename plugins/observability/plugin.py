@@ -8,8 +8,13 @@ from pathlib import Path
 from typing import Any
 
 from graph.plugin import PluginBuilder, shared_cache
-from plugins.observability.alerts import AlertFields, GroupAlerts, SilenceMutation
-from plugins.observability.fields import PLUGIN_ID, ComponentMetrics
+from plugins.observability.alerts import (
+    AlertFields,
+    GroupAlerts,
+    SilenceMutation,
+    WorkloadAlerts,
+)
+from plugins.observability.fields import PLUGIN_ID, ComponentMetrics, WorkloadMetrics
 from plugins.observability.metrics import Observability, running
 from plugins.observability.settings import ObservabilitySettings
 
@@ -27,6 +32,10 @@ class ObservabilityPlugin:
         builder.extend_type("Component", ComponentMetrics)
         builder.extend_type("Component", AlertFields)
         builder.extend_type("Group", GroupAlerts)
+        # A PinApp's CPU, memory and alerts, when PinCompute is installed.
+        builder.extend_type("PinApp", WorkloadMetrics, optional=True)
+        builder.extend_type("PinApp", WorkloadAlerts, optional=True)
+        builder.use("workloads", optional=True)
         builder.mutation(SilenceMutation)
         builder.migrations(Path(__file__).parent / "migrations")
 

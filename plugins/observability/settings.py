@@ -8,8 +8,11 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 __all__ = ["DEFAULT_TEMPLATES", "ObservabilitySettings"]
 
 # PromQL behind each series, for the common conventions: requests in http_requests_total{service,
-# code}, latency in http_request_duration_seconds_bucket{service, le}. ``$service`` is replaced
-# by the component's service label value, escaped; nothing else comes from a client.
+# code}, latency in http_request_duration_seconds_bucket{service, le}; a PinApp's CPU and memory
+# from cAdvisor by namespace and pod. Placeholders, each filled with an escaped label value:
+# ``$service`` (the component's service label), and for PinApps ``$cluster``, ``$namespace``,
+# ``$name`` and ``$pods`` (a regular expression matching its pods' names, ``<name>-<replica set
+# hash>-<suffix>``). Nothing else comes from a client.
 DEFAULT_TEMPLATES: dict[str, str] = {
     "request_rate": 'sum(rate(http_requests_total{service="$service"}[5m]))',
     "error_ratio": (
@@ -27,6 +30,14 @@ DEFAULT_TEMPLATES: dict[str, str] = {
     "latency_p99": (
         "histogram_quantile(0.99, sum by (le) "
         '(rate(http_request_duration_seconds_bucket{service="$service"}[5m])))'
+    ),
+    "cpu": (
+        "sum by (pod) (rate(container_cpu_usage_seconds_total"
+        '{namespace="$namespace",pod=~"$pods",container!=""}[5m]))'
+    ),
+    "memory": (
+        "sum by (pod) (container_memory_working_set_bytes"
+        '{namespace="$namespace",pod=~"$pods",container!=""})'
     ),
 }
 

@@ -44,6 +44,8 @@ class WorkloadView:
     image: str | None
     entity_ref: str | None
     resource_version: str | None
+    # spec.resources: {"requests": {"cpu": "250m", "memory": "256Mi"}, "limits": {...}}
+    resources: dict[str, Any]
 
     @classmethod
     def of(cls, stored: StoredObject) -> WorkloadView:
@@ -54,6 +56,7 @@ class WorkloadView:
             (stored.body.get("spec") or {}).get("image"),
             stored.entity_ref,
             stored.resource_version,
+            dict((stored.body.get("spec") or {}).get("resources") or {}),
         )
 
 

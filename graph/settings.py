@@ -93,6 +93,9 @@ class Settings(BaseSettings):
     web_dir: Path | None = None
     # Render the critical pages on the server; off, every page is the shell the client fills.
     ssr: bool = True
+    # Seconds a page waits for its plugins' panels (run at the same time); a slower panel is
+    # left to the client, so a slow backend never holds up a page.
+    ssr_panel_budget: float = Field(default=0.25, gt=0, le=10)
 
     # Authentication. A user named by ``user_header`` is believed only from these networks.
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(

@@ -10,6 +10,7 @@ so it changes whenever what it shows does; a cacheable page is kept whole (``Pag
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import logging
 import time
@@ -127,9 +128,8 @@ async def _page(
         )
     # Plugins' panels on this page: their operations run with the page's, their HTML follows.
     panels = console.panels_of(route, kind) if ref is not None else []
-    operations = [*operations, *((p.operation, {"ref": ref}) for p in panels)]
     if not services.settings.ssr:
-        template, operations = "shell.html", []
+        template, operations, panels = "shell.html", [], []
     client = request.client.host if request.client else None
     try:
         viewer = await viewer_of(
@@ -143,6 +143,7 @@ async def _page(
         return PlainTextResponse(str(exc), 401, {"WWW-Authenticate": "Bearer"})
 
     answers = [await _run(request, services, console, viewer, *op) for op in operations]
+    answers += await _panel_answers(request, services, console, viewer, panels, ref)
     page = await _page_data(services, console, viewer)
     main = answers[0] if answers else None
     if main is not None and main.data is None:
@@ -219,6 +220,39 @@ async def _run(
     return _Answer(name, variables, body["data"], etag, outcome.policy)
 
 
+async def _panel_answers(
+    request: Request,
+    services: Services,
+    console: Console,
+    viewer: Viewer,
+    panels: list[Any],
+    ref: str | None,
+) -> list[_Answer]:
+    """The panels' operations, at the same time, within ``ssr_panel_budget`` seconds: a panel
+    whose backend is slow is left to the client (the page is not kept then), and what it was
+    fetching goes on, to be cached for the next page."""
+    if not panels:
+        return []
+    tasks = [
+        asyncio.create_task(_run(request, services, console, viewer, p.operation, {"ref": ref}))
+        for p in panels
+    ]
+    await asyncio.wait(tasks, timeout=services.settings.ssr_panel_budget)
+    answers = []
+    for panel, task in zip(panels, tasks, strict=True):
+        if task.done():
+            answers.append(task.result())
+        else:
+            log.info("%s took longer than the page could wait: left to the client", panel.operation)
+            _LATE.add(task)
+            task.add_done_callback(_LATE.discard)
+            answers.append(_Answer(panel.operation, {"ref": ref}, None, None, None))
+    return answers
+
+
+_LATE: set[asyncio.Task[_Answer]] = set()  # panels' operations finishing after their page
+
+
 def _found(data: dict[str, Any]) -> bool:
     return "entity" not in data or data["entity"] is not None
 
@@ -228,6 +262,7 @@ async def _page_data(services: Services, console: Console, viewer: Viewer) -> di
     page: dict[str, Any] = {
         "mode": settings.mode.value,
         "viewer": {"ref": viewer.ref, "via": viewer.via},
+        "panels": sorted({p.operation for p in console.panels}),
     }
     if not settings.production:
         page["demoUsers"] = await _demo_users(services, console)

@@ -155,6 +155,11 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     assert not [entry for entry in logs if entry["logger"] in ("pgserver", "uvicorn.error")]
     loaded = [entry for entry in logs if entry["message"] == "demo organisation loaded"]
     assert loaded and loaded[0]["entities"] == 190
+    # The demo has no Prometheus or Alertmanager, and says so plainly.
+    assert any(
+        "no Prometheus is configured" in e["message"] and "no Alertmanager" in e["message"]
+        for e in logs
+    ), output
     # Besides a line per migration, per plugin's demo and per request, only these say anything.
     expected = (
         "embedded PostgreSQL running",
@@ -162,6 +167,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         "demo cluster serving",
         "demo deploy history written",
         "the console is not built",
+        "observability: no Prometheus is configured",
     )
     routine = ("applied migration", "graphql request", "demo started")
     said = [entry["message"] for entry in logs if entry["message"] not in routine]

@@ -11,6 +11,8 @@ from typing import Any, Final
 from graph.plugin import (
     JSON,
     Authorize,
+    CacheControl,
+    CacheScope,
     EntityOwner,
     Info,
     Target,
@@ -19,6 +21,7 @@ from graph.plugin import (
     entity,
     entity_owner,
     strawberry,
+    viewer_may_change,
 )
 from plugins.observability.alertmanager import Matcher, matchers_of
 from plugins.observability.metrics import Observability, pods_pattern
@@ -110,6 +113,15 @@ class AlertFields:
         except Unavailable as exc:
             raise UserError(str(exc), "UNAVAILABLE") from None
         return _sorted([_alert(a) for a in raw])
+
+    @strawberry.field(
+        description="Whether the viewer may silence its alerts (its owners and admins): for "
+        "showing buttons; the mutations check again.",
+        directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
+    )
+    async def viewer_can_silence(self, info: Info) -> bool:
+        owner = await entity_owner(info.context, self.ref)  # type: ignore[attr-defined]
+        return await viewer_may_change(info.context, owner)
 
 
 @strawberry.type

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import AsyncIterator
+import logging
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +20,10 @@ from plugins.observability.metrics import Observability, running
 from plugins.observability.settings import ObservabilitySettings
 
 __all__ = ["ObservabilityPlugin"]
+
+
+TEMPLATES = Path(__file__).parent / "templates"
+log = logging.getLogger("atrium.observability")
 
 
 class ObservabilityPlugin:
@@ -37,6 +42,26 @@ class ObservabilityPlugin:
         builder.extend_type("PinApp", WorkloadAlerts, optional=True)
         builder.use("workloads", optional=True)
         builder.mutation(SilenceMutation)
+        # The console's panels (web/src/plugins/observability/), offered only when their
+        # backend is configured: alerts before metrics, whose charts draw below.
+        if settings.alertmanager_url:
+            builder.panel(
+                "entity",
+                "EntityAlerts",
+                template=TEMPLATES / "entity_alerts.html",
+                kinds=("component",),
+            )
+            builder.panel("team", "TeamAlerts", template=TEMPLATES / "team_alerts.html")
+        if settings.prometheus_url:
+            builder.panel(
+                "entity",
+                "EntityMetrics",
+                template=TEMPLATES / "entity_metrics.html",
+                kinds=("component",),
+            )
+            builder.panel(
+                "team", "TeamErrorRatios", template=TEMPLATES / "team_error_ratios.html"
+            )
         builder.migrations(Path(__file__).parent / "migrations")
 
         @contextlib.asynccontextmanager
@@ -48,3 +73,26 @@ class ObservabilityPlugin:
                 yield observability
 
         builder.lifespan(lifespan)
+
+        @contextlib.contextmanager
+        def demo(catalog: Path, data_dir: Path) -> Iterator[dict[str, str]]:
+            # The demo has neither backend of its own: say so plainly, once.
+            missing = [
+                f"no {name} is configured (set {variable})"
+                for name, variable, url in (
+                    ("Prometheus", "ATRIUM_PROMETHEUS_URL", settings.prometheus_url),
+                    ("Alertmanager", "ATRIUM_ALERTMANAGER_URL", settings.alertmanager_url),
+                )
+                if not url
+            ]
+            if missing:
+                log.warning(
+                    "observability: %s; the console shows no %s until then",
+                    " and ".join(missing),
+                    "metrics or alerts"
+                    if len(missing) == 2
+                    else ("metrics" if not settings.prometheus_url else "alerts"),
+                )
+            yield {}
+
+        builder.demo(demo)

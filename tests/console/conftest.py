@@ -3,14 +3,17 @@ cluster) for every console test; production mode has a server of its own (test_p
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import time
+from collections.abc import AsyncIterator, Iterator
 
 import pytest
 from playwright.async_api import Browser, async_playwright
 
-from tests.console.demo import CHROMIUM, CLUSTER, SCALED, pinapp
+from tests.alertmanager import alertmanager
+from tests.console.demo import ALERTS, CHROMIUM, CLUSTER, SCALED, pinapp
 from tests.console.server import Served, atrium_serve, demo_database
 from tests.kube import Cluster, start_cluster
+from tests.prometheus import openmetrics, prometheus
 
 
 @pytest.fixture(scope="session")
@@ -27,10 +30,41 @@ async def cluster() -> AsyncIterator[Cluster]:
 
 
 @pytest.fixture(scope="session")
-async def served(pg_admin_url: str, template_db: str, cluster: Cluster) -> AsyncIterator[Served]:
+def observability(
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[dict[str, str]]:
+    """A real Prometheus (an hour of cart-service's requests and its pods' CPU and memory) and
+    a real Alertmanager (an alert on cart-service, one on checkout), for every console page."""
+    root = tmp_path_factory.mktemp("observability")
+    now = int(time.time())
+    times = list(range(now - 3600, now - 30, 15))
+    series: dict[str, list[tuple[int, float]]] = {
+        f'http_requests_total{{service="cart-service",code="{code}"}}': [
+            (t, per_second * (t - times[0])) for t in times
+        ]
+        for code, per_second in (("200", 10.0), ("500", 1.0))
+    }
+    series[
+        'container_cpu_usage_seconds_total{namespace="shop",pod="cart-service-5d8f7-k2x9q",container="app"}'
+    ] = [(t, 0.2 * (t - times[0])) for t in times]
+    series[
+        'container_memory_working_set_bytes{namespace="shop",pod="cart-service-5d8f7-k2x9q",container="app"}'
+    ] = [(t, 300e6) for t in times]
+    with (
+        prometheus(root / "prometheus", openmetrics(series)) as prom,
+        alertmanager(root / "alertmanager") as am,
+    ):
+        am.fire(*ALERTS)
+        yield {"ATRIUM_PROMETHEUS_URL": prom.url, "ATRIUM_ALERTMANAGER_URL": am.url}
+
+
+@pytest.fixture(scope="session")
+async def served(
+    pg_admin_url: str, template_db: str, cluster: Cluster, observability: dict[str, str]
+) -> AsyncIterator[Served]:
     async with (
         demo_database(pg_admin_url, template_db) as url,
-        atrium_serve(url, (cluster,)) as server,
+        atrium_serve(url, (cluster,), extra=observability) as server,
     ):
         yield server
 

@@ -14,6 +14,18 @@ COMPONENT = "checkout"
 TEAM = "checkout-team"
 # Scaled by a test: a workload of its own, so no other test sees its replicas change.
 SCALED = ("shop", "cart-service")
+# Alerts firing in the console tests' Alertmanager: on cart-service (the checkout team's) and
+# on search (not theirs).
+ALERTS = (
+    {
+        "labels": {"alertname": "CartErrors", "service": "cart-service", "severity": "page"},
+        "annotations": {
+            "summary": "9% of cart updates fail",
+            "runbook_url": "https://runbooks.example/cart",
+        },
+    },
+    {"labels": {"alertname": "SearchSlow", "service": "search", "severity": "ticket"}},
+)
 
 
 def pinapp(name: str, namespace: str, entity: str, replicas: int) -> dict[str, Any]:

@@ -96,7 +96,11 @@ def _free_port() -> int:
 
 
 def _environment(
-    tmp: Path, database_url: str, clusters: tuple[Cluster, ...], mode: str
+    tmp: Path,
+    database_url: str,
+    clusters: tuple[Cluster, ...],
+    mode: str,
+    extra: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """The server's environment: none of the caller's ATRIUM_ variables, a kubeconfig naming
     the emulated clusters, and the browser (on 127.0.0.1) as the trusted proxy."""
@@ -105,20 +109,26 @@ def _environment(
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     # This checkout's code, whatever the editable install last mapped (a new package, ssr/).
     path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    return env | {
-        "PYTHONPATH": path,
-        "ATRIUM_MODE": mode,
-        "ATRIUM_DATABASE_URL": database_url,
-        "ATRIUM_WEB_DIR": str(WEB_DIST),
-        "ATRIUM_KUBECONFIG": str(config),
-        # The browser is the proxy: its X-Forwarded-User is believed, as production's is.
-        "ATRIUM_TRUSTED_PROXIES": "127.0.0.1",
-        "ATRIUM_COMPUTE_WATCH_TIMEOUT": "5",
-        "ATRIUM_COMPUTE_REQUEST_TIMEOUT": "2",
-        # Deploy events the tests send, signed; rollouts checked often.
-        "ATRIUM_DEPLOYMENTS_WEBHOOK_SECRET": DEPLOY_SECRET,
-        "ATRIUM_DEPLOYMENTS_CHECK_INTERVAL": "0.2",
-    }
+    return (
+        env
+        | {
+            "PYTHONPATH": path,
+            "ATRIUM_MODE": mode,
+            "ATRIUM_DATABASE_URL": database_url,
+            "ATRIUM_WEB_DIR": str(WEB_DIST),
+            "ATRIUM_KUBECONFIG": str(config),
+            # The browser is the proxy: its X-Forwarded-User is believed, as production's is.
+            "ATRIUM_TRUSTED_PROXIES": "127.0.0.1",
+            "ATRIUM_COMPUTE_WATCH_TIMEOUT": "5",
+            "ATRIUM_COMPUTE_REQUEST_TIMEOUT": "2",
+            # Deploy events the tests send, signed; rollouts checked often.
+            "ATRIUM_DEPLOYMENTS_WEBHOOK_SECRET": DEPLOY_SECRET,
+            "ATRIUM_DEPLOYMENTS_CHECK_INTERVAL": "0.2",
+            # Pages wait for every panel: a test asserts what the page holds, not how fast.
+            "ATRIUM_SSR_PANEL_BUDGET": "5",
+        }
+        | (extra or {})
+    )
 
 
 def _open_log(path: Path) -> BinaryIO:
@@ -127,7 +137,11 @@ def _open_log(path: Path) -> BinaryIO:
 
 @asynccontextmanager
 async def atrium_serve(
-    database_url: str, clusters: tuple[Cluster, ...], *, mode: str = "development"
+    database_url: str,
+    clusters: tuple[Cluster, ...],
+    *,
+    mode: str = "development",
+    extra: dict[str, str] | None = None,
 ) -> AsyncIterator[Served]:
     """`atrium serve` on 127.0.0.1, ready (and its clusters listed), stopped on the way out.
 
@@ -135,7 +149,7 @@ async def atrium_serve(
     if not (WEB_DIST / ".vite" / "manifest.json").is_file():
         raise AssertionError("the console is not built (web/dist): run `make web`")
     with tempfile.TemporaryDirectory(prefix="atrium-console-") as tmp:
-        env = _environment(Path(tmp), database_url, clusters, mode)
+        env = _environment(Path(tmp), database_url, clusters, mode, extra)
         log = Path(tmp, "server.log")
         for _ in range(3):  # the free port may be taken before the server binds it
             port = _free_port()

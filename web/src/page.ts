@@ -9,6 +9,9 @@ export interface PageData {
   mode: "development" | "production";
   viewer: { ref: string | null; via: string };
   demoUsers?: DemoUser[];
+  // The panel operations the server offers (plugins register them only when they can answer,
+  // e.g. when their backend is configured); missing on a page the server did not render.
+  panels?: string[];
 }
 
 export interface Embedded {

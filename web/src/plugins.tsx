@@ -1,19 +1,27 @@
 // What plugins add to the console's pages, collected from web/src/plugins/<plugin>/panels.tsx:
-// panels on the entity and team pages. The server runs each panel's operation with the page's
+// panels on the entity and team pages (server-rendered too) and on the workload page (the
+// client's only). The server runs each panel's operation with the page's
 // own and embeds its answer (`builder.panel` in graph/plugin.py), so a panel renders at once
 // from the cache. A plugin's operations are the .graphql files of its folder; they join the
 // persisted-query manifest. Its cache policies are in its index.ts (pluginPolicies.ts).
 import type { ComponentType } from "react";
+import { page as pageData } from "./page";
 
 export interface PanelProps {
-  // The page's entity ref, the variable the server gave the panel's operation.
+  // The page's entity ref, the variable the server gave the panel's operation; on a workload
+  // page, "cluster/namespace/name".
   pageRef: string;
+  // On a workload page (rendered by the client only): the PinApp's key.
+  workload?: { cluster: string; namespace: string; name: string };
 }
 
 export interface PluginPanel {
-  page: "entity" | "team";
+  page: "entity" | "team" | "workload";
   // Entity kinds (lowercase) it shows on; every kind when left out.
   kinds?: string[];
+  // The server's panel operation (builder.panel) this panel needs: it shows only where the
+  // server offers it (a plugin leaves out panels its backend cannot answer).
+  requires?: string;
   component: ComponentType<PanelProps>;
 }
 
@@ -29,18 +37,24 @@ export function PluginPanels({
   page,
   kind,
   pageRef,
+  workload,
 }: {
   page: PluginPanel["page"];
   kind?: string;
   pageRef: string;
+  workload?: PanelProps["workload"];
 }) {
+  const offered = new Set(pageData.panels ?? []);
   const shown = panels.filter(
-    (p) => p.page === page && (!p.kinds || !kind || p.kinds.includes(kind)),
+    (p) =>
+      p.page === page &&
+      (!p.kinds || !kind || p.kinds.includes(kind)) &&
+      (!p.requires || offered.has(p.requires)),
   );
   return (
     <>
       {shown.map(({ component: Panel }, index) => (
-        <Panel key={index} pageRef={pageRef} />
+        <Panel key={index} pageRef={pageRef} workload={workload} />
       ))}
     </>
   );

@@ -8,6 +8,7 @@ import { EntityLink } from "../components/EntityLink";
 import { Panel } from "../components/Panel";
 import { unavailableClusters } from "../components/Workloads";
 import { document } from "../documents";
+import { PluginPanels } from "../plugins";
 
 export default function Workload() {
   const { cluster = "", namespace = "", name = "" } = useParams();
@@ -133,6 +134,7 @@ export default function Workload() {
           <p className="atrium-muted">No recent events.</p>
         )}
       </Panel>
+      <PluginPanels page="workload" pageRef={`${cluster}/${namespace}/${name}`} workload={key} />
     </>
   );
 }

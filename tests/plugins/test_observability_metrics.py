@@ -154,3 +154,28 @@ def test_label_values_are_escaped_and_windows_bounded_and_aligned() -> None:
     for since, step in ((30, None), (90_000, None), (3600, 10), (3600, 7200)):
         with pytest.raises(ValueError):
             window(since, step, settings, now=1_000_000)
+
+
+async def test_a_bad_template_is_said_once_at_start_up_and_answers_unavailable(
+    make_client: AppFactory, prom: RunningPrometheus, caplog: pytest.LogCaptureFixture
+) -> None:
+    settings = ObservabilitySettings(
+        prometheus_url=prom.url,
+        metrics_templates={"request_rate": "sum(rate(", "cpu": 'up{pod="$nobody"}'},
+    )
+    with caplog.at_level("ERROR", logger="atrium.observability"):
+        client = await make_client(plugins=[ObservabilityPlugin(settings)])
+        assert not (await apply_batch(client.services.db, parse_documents(ORG, "o.yaml"))).errors
+        said = [r for r in caplog.records if r.getMessage() == "a PromQL template is wrong"]
+        assert sorted(r.series for r in said) == ["cpu", "request_rate"]  # type: ignore[attr-defined]
+        for _ in range(3):
+            body = await client.gql(
+                QUERY,
+                {"ref": "component:checkout", "since": 3600, "step": None},
+                expect_errors=True,
+            )
+            [error] = body["errors"]
+            assert error["extensions"]["code"] == "UNAVAILABLE"
+            assert "refused the template" in error["message"]
+        again = [r for r in caplog.records if r.getMessage() == "a PromQL template is wrong"]
+        assert len(again) == 2, "said at start-up only"

@@ -50,7 +50,7 @@ from bench.run import Options
 from bench.scenarios import Check, Scenario
 from bench.serving import _load_process
 from bench.serving_load import LoadResult, _cpu_seconds, _read_reply, request_bytes
-from bench.serving_procs import START_TIMEOUT_S, Server, Servers, _until_healthy, running_servers
+from bench.serving_procs import running_servers
 from bench.serving_report import Figures, Target
 from graph.app import create_app
 from graph.cli import listening_socket, uvicorn_options
@@ -287,26 +287,6 @@ def serve(argv: list[str]) -> None:
     uvicorn.Server(uvicorn.Config(app, lifespan="on", **uvicorn_options())).run(sockets=[sock])
 
 
-async def _start(servers: Servers, name: str, *args: str) -> Server:
-    """``Servers.start``, for a server of this module."""
-    log = servers.logs / f"server-{len(servers.started)}.log"
-    with log.open("wb") as stderr:
-        process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "bench.deployments", *args),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-        )
-    server = Server(name, process, log)
-    servers.started.append(server)
-    assert process.stdout is not None
-    try:
-        server.port = int(await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT_S))
-    except (TimeoutError, ValueError):
-        raise server.failure("no port announced") from None
-    await _until_healthy(server, time.monotonic() + START_TIMEOUT_S)
-    return server
-
-
 def _request(port: int, secret: str, recorded: dict[str, Any], event: Event) -> bytes:
     """A ``deployment_status`` delivery as GitHub sends it: the recorded body, values set."""
     id, repository, stage, version, sha, created, state, at = event
@@ -391,8 +371,12 @@ async def _webhooks(url: str, secret: str, repositories: list[str], seed: int, s
     rounds, events = (3, 800) if short else (5, 4_000)
     rng, first = random.Random(seed), 1_000_000_000  # above every generated deploy's id
     async with running_servers() as servers, _load_process() as pool:
-        floor = await _start(servers, "floor (Starlette, HMAC check)", "floor", secret)
-        atrium = await _start(servers, f"Atrium POST {HOOK}", "atrium", url, secret)
+        floor = await servers.start(
+            "floor (Starlette, HMAC check)", "floor", secret, module="bench.deployments"
+        )
+        atrium = await servers.start(
+            f"Atrium POST {HOOK}", "atrium", url, secret, module="bench.deployments"
+        )
         print(
             f"\nwebhooks: {rounds} rounds of {events:,} deployment_status events to Atrium (the "
             f"floor: {FLOOR_REPEAT} times as many), {CONNECTIONS} keep-alive connections from a "

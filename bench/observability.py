@@ -57,7 +57,7 @@ from starlette.responses import JSONResponse
 
 from bench.database import scratch_database
 from bench.harness import BenchFailure, _percentile
-from bench.serving_procs import START_TIMEOUT_S, Server, Servers, _until_healthy, running_servers
+from bench.serving_procs import Server, running_servers
 from graph.app import create_app
 from graph.cli import listening_socket, uvicorn_options
 from graph.logs import configure_logging
@@ -255,26 +255,6 @@ def _serve(argv: list[str]) -> None:
     os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
     config = uvicorn.Config(_bench_routes(app), lifespan="on", **uvicorn_options())
     uvicorn.Server(config).run(sockets=[sock])
-
-
-async def _start(servers: Servers, name: str, *args: str) -> Server:
-    """``Servers.start``, for a server of this module."""
-    log = servers.logs / f"server-{len(servers.started)}.log"
-    with log.open("wb") as stderr:
-        process = await asyncio.create_subprocess_exec(
-            *(sys.executable, "-m", "bench.observability", *args),
-            stdout=asyncio.subprocess.PIPE,
-            stderr=stderr,
-        )
-    server = Server(name, process, log)
-    servers.started.append(server)
-    assert process.stdout is not None
-    try:
-        server.port = int(await asyncio.wait_for(process.stdout.readline(), START_TIMEOUT_S))
-    except (TimeoutError, ValueError):
-        raise server.failure("no port announced") from None
-    await _until_healthy(server, time.monotonic() + START_TIMEOUT_S)
-    return server
 
 
 async def _load_catalog(url: str) -> None:
@@ -493,11 +473,11 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                     await _load_catalog(scratch.url)
                     common = {"database_url": scratch.url, "redis_url": redis_url}
                     common |= {"cache_prefix": prefix, "log_level": "INFO"}
-                    server = await _start(
-                        servers,
+                    server = await servers.start(
                         "atrium",
                         orjson.dumps(common).decode(),
                         orjson.dumps(observability).decode(),
+                        module="bench.observability",
                     )
                     samples, warm_calls, warm_logged = await _measure(
                         server, prometheus, panel, rounds=rounds, warmup=3 if short else 10

@@ -77,13 +77,14 @@ class Servers:
     logs: Path
     started: list[Server] = field(default_factory=list)
 
-    async def start(self, name: str, *args: str) -> Server:
+    async def start(self, name: str, *args: str, module: str = "bench.serving_server") -> Server:
+        """``python -m <module> <args>``, which prints its port and serves /healthz."""
         log = self.logs / f"server-{len(self.started)}.log"
         with log.open("wb") as stderr:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "bench.serving_server",
+                module,
                 *args,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=stderr,

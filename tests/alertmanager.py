@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -15,7 +14,7 @@ from typing import Any
 
 import httpx
 
-from tests.http_files import free_port
+from tests.http_files import free_port, wait_ready
 
 ALERTMANAGER = shutil.which("prometheus-alertmanager") or "/usr/bin/prometheus-alertmanager"
 CONFIG = """route:
@@ -71,15 +70,7 @@ def alertmanager(root: Path) -> Iterator[RunningAlertmanager]:
     )
     running = RunningAlertmanager(f"http://127.0.0.1:{port}", process)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                if httpx.get(f"{running.url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "Alertmanager did not start"
-            time.sleep(0.05)
+        wait_ready(f"{running.url}/-/ready", "Alertmanager")
         yield running
     finally:
         running.stop()

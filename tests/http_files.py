@@ -11,6 +11,8 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+import httpx
+
 
 @dataclass
 class Route:
@@ -50,6 +52,19 @@ def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
+
+
+def wait_ready(url: str, what: str, within: float = 15.0) -> None:
+    """Poll ``url`` until it answers 200 (a server's readiness endpoint), or fail naming it."""
+    deadline = time.monotonic() + within
+    while True:
+        try:
+            if httpx.get(url, timeout=1).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        assert time.monotonic() < deadline, f"{what} did not start"
+        time.sleep(0.05)
 
 
 @contextmanager

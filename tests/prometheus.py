@@ -5,15 +5,12 @@ from __future__ import annotations
 
 import shutil
 import subprocess
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
-import httpx
-
-from tests.http_files import free_port
+from tests.http_files import free_port, wait_ready
 
 PROMETHEUS = shutil.which("prometheus") or "/usr/bin/prometheus"
 PROMTOOL = shutil.which("promtool") or "/usr/bin/promtool"
@@ -90,15 +87,7 @@ def prometheus(root: Path, history: str) -> Iterator[RunningPrometheus]:
     )
     running = RunningPrometheus(f"http://127.0.0.1:{port}", query_log, process)
     try:
-        deadline = time.monotonic() + 15
-        while True:
-            try:
-                if httpx.get(f"{running.url}/-/ready", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                pass
-            assert time.monotonic() < deadline, "Prometheus did not start"
-            time.sleep(0.05)
+        wait_ready(f"{running.url}/-/ready", "Prometheus")
         yield running
     finally:
         running.stop()

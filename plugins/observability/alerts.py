@@ -24,12 +24,12 @@ from graph.plugin import (
     viewer_may_change,
 )
 from plugins.observability.alertmanager import Matcher, matchers_of
-from plugins.observability.metrics import Observability, pods_pattern
+from plugins.observability.fields import observability_of
+from plugins.observability.metrics import pods_pattern
 from plugins.observability.prometheus import Unavailable
 
 __all__ = ["AlertFields", "GroupAlerts", "SilenceMutation", "WorkloadAlerts"]
 
-PLUGIN_ID: Final = "observability"
 MAX_SILENCE: Final = 14 * 86_400
 
 
@@ -61,13 +61,6 @@ class Silence:
     ends_at: datetime
     comment: str
     created_by: str
-
-
-def _observability(info: Info) -> Observability:
-    found: Observability | None = info.context.extras.get(PLUGIN_ID)
-    if found is None:
-        raise UserError("the observability plugin has not started", "UNAVAILABLE")
-    return found
 
 
 def _alert(raw: dict[str, Any]) -> Alert:
@@ -107,7 +100,7 @@ class AlertFields:
         "UNAVAILABLE error naming Alertmanager, when it cannot answer."
     )
     async def alerts(self, info: Info) -> list[Alert] | None:
-        backend = _observability(info)
+        backend = observability_of(info)
         try:
             raw = await backend.alerts_backend().alerts(_matchers(self))
         except Unavailable as exc:
@@ -130,7 +123,7 @@ class GroupAlerts:
         description="Alerts firing now on every component the group owns, through any subgroup."
     )
     async def alerts(self, info: Info) -> list[Alert] | None:
-        backend = _observability(info)
+        backend = observability_of(info)
         group: str = self.ref  # type: ignore[attr-defined]
         owned = await entities_owned_by(info.context, group)
         refs = [r for r in owned if r.startswith("component:")]
@@ -167,7 +160,7 @@ class WorkloadAlerts:
         "when they carry a `cluster` label."
     )
     async def alerts(self, info: Info) -> list[Alert] | None:
-        backend = _observability(info)
+        backend = observability_of(info)
         cluster, namespace, name = self.cluster, self.namespace, self.name  # type: ignore[attr-defined]
         try:
             raw = await backend.alerts_backend().alerts([Matcher("namespace", namespace)])
@@ -220,7 +213,7 @@ class SilenceMutation:
         comment: str,
         alert_name: str | None = None,
     ) -> Silence:
-        backend = _observability(info)
+        backend = observability_of(info)
         if not 60 <= duration_seconds <= MAX_SILENCE:
             raise UserError(f"durationSeconds must be between 60 and {MAX_SILENCE}")
         if not comment.strip():
@@ -262,7 +255,7 @@ class SilenceMutation:
         extensions=[Authorize(SilenceOwner(), "observability.expireSilence")],
     )
     async def expire_silence(self, info: Info, id: str) -> bool:
-        backend = _observability(info)
+        backend = observability_of(info)
         try:
             await backend.alerts_backend().expire_silence(id)
         except Unavailable as exc:

@@ -63,6 +63,25 @@ function ChartBox(props: { title: string; lines: Line[]; format: (v: number) => 
   );
 }
 
+// 1 h / 24 h / 7 d, the chosen one pressed (the server's template renders 1 h pressed).
+function Ranges({ since, onChange }: { since: number; onChange: (since: number) => void }) {
+  return (
+    <p className="atrium-actions" role="group" aria-label="Range">
+      {RANGES.map(([label, value]) => (
+        <button
+          key={value}
+          type="button"
+          className="atrium-button"
+          aria-pressed={since === value}
+          onClick={() => onChange(value)}
+        >
+          {label}
+        </button>
+      ))}
+    </p>
+  );
+}
+
 function Metrics({ pageRef }: PanelProps) {
   const [since, setSince] = useState(3600);
   const { data, error, loading } = useQuery<any>(document("EntityMetrics"), {
@@ -79,19 +98,7 @@ function Metrics({ pageRef }: PanelProps) {
   const failed = data?.entity && data.entity.metrics === null ? unavailable(error) : null;
   return (
     <Panel id="metrics" heading="Metrics" loading={loading && !data} error={data ? null : error}>
-      <p className="atrium-actions" role="group" aria-label="Range">
-        {RANGES.map(([label, value]) => (
-          <button
-            key={value}
-            type="button"
-            className="atrium-button"
-            aria-pressed={since === value}
-            onClick={() => setSince(value)}
-          >
-            {label}
-          </button>
-        ))}
-      </p>
+      <Ranges since={since} onChange={setSince} />
       {failed ? (
         <p className="atrium-muted" role="status">
           {failed}
@@ -333,13 +340,7 @@ function WorkloadMetrics({ workload }: PanelProps) {
   return (
     <>
       <Panel id="usage" heading="CPU and memory" loading={loading && !data} error={data ? null : error}>
-        <p className="atrium-actions" role="group" aria-label="Range">
-          {RANGES.map(([label, value]) => (
-            <button key={value} type="button" className="atrium-button" aria-pressed={since === value} onClick={() => setSince(value)}>
-              {label}
-            </button>
-          ))}
-        </p>
+        <Ranges since={since} onChange={setSince} />
         {metricsFailed ? (
           <p className="atrium-muted" role="status">
             {unavailable(error)}

@@ -59,9 +59,7 @@ class ObservabilityPlugin:
                 template=TEMPLATES / "entity_metrics.html",
                 kinds=("component",),
             )
-            builder.panel(
-                "team", "TeamErrorRatios", template=TEMPLATES / "team_error_ratios.html"
-            )
+            builder.panel("team", "TeamErrorRatios", template=TEMPLATES / "team_error_ratios.html")
         builder.migrations(Path(__file__).parent / "migrations")
 
         @contextlib.asynccontextmanager

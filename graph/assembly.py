@@ -27,6 +27,7 @@ from graph.cache_control import CacheHints, CachePolicyExtension, PolicyCache
 from graph.errors import AtriumSchema, MaskUnexpectedErrors
 from graph.input_guard import InputGuard, LiteralChecks
 from graph.limits import CostLimit
+from graph.plans import Plans
 from graph.plugin import (
     BackgroundJob,
     Demo,
@@ -68,6 +69,9 @@ class Assembly:
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
+    # Compiled plans of known operations; None when they are off, or when a plugin's schema
+    # extension must see every execution.
+    plans: Plans | None = None
 
 
 def core_plugins() -> list[Plugin]:
@@ -177,6 +181,22 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             config=StrawberryConfig(disable_field_suggestions=settings.production),
         )
     assembly.policies.hints = CacheHints(assembly.schema._schema)
+    if settings.compiled_plans and not extensions:
+        assembly.plans = Plans(
+            assembly.schema,
+            assembly.policies,
+            LiteralChecks(512),
+            max_cost=settings.max_cost,
+            max_page=settings.max_page_size,
+            assumed_list_size=settings.cost_list_size,
+            production=settings.production,
+        )
+    elif extensions:
+        log.info(
+            "compiled plans are off: a plugin adds a schema extension, which must see every "
+            "execution",
+            extra={"extensions": [getattr(e, "__name__", repr(e)) for e in extensions]},
+        )
     return assembly
 
 

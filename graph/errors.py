@@ -18,7 +18,7 @@ from strawberry.types import ExecutionContext
 
 from sources.errors import CatalogError, DatabaseUnavailable, NotAuthenticated, NotAuthorized
 
-__all__ = ["AtriumSchema", "MaskUnexpectedErrors", "error_code", "format_error"]
+__all__ = ["AtriumSchema", "MaskUnexpectedErrors", "error_code", "format_error", "mask_unexpected"]
 
 log = logging.getLogger("atrium.errors")
 
@@ -80,16 +80,21 @@ class MaskUnexpectedErrors(SchemaExtension):
         result = self.execution_context.result
         if result is None or not result.errors:
             return
-        result.errors = [
-            GraphQLError(
-                "Internal server error",
-                nodes=e.nodes,
-                source=e.source,
-                positions=e.positions,
-                path=e.path,
-                extensions={"code": "INTERNAL_SERVER_ERROR"},
-            )
-            if error_code(e) == "INTERNAL_SERVER_ERROR"
-            else e
-            for e in result.errors
-        ]
+        result.errors = mask_unexpected(result.errors)
+
+
+def mask_unexpected(errors: list[GraphQLError]) -> list[GraphQLError]:
+    """Errors as production shows them: the unexpected say only that, with their code."""
+    return [
+        GraphQLError(
+            "Internal server error",
+            nodes=e.nodes,
+            source=e.source,
+            positions=e.positions,
+            path=e.path,
+            extensions={"code": "INTERNAL_SERVER_ERROR"},
+        )
+        if error_code(e) == "INTERNAL_SERVER_ERROR"
+        else e
+        for e in errors
+    ]

@@ -30,6 +30,7 @@ __all__ = [
     "cache_headers",
     "encode_json",
     "error_outcome",
+    "in_response_order",
     "result_outcome",
     "send_outcome",
 ]
@@ -69,11 +70,38 @@ def result_outcome(result: ExecutionResult, media_type: str, label: str | None) 
     if not failed_early:
         body["data"] = result.data
     if errors:
-        body["errors"] = [format_error(e) for e in errors]
+        body["errors"] = [format_error(e) for e in in_response_order(result.data, errors)]
     if result.extensions:
         body["extensions"] = result.extensions
     status = 400 if failed_early and media_type != JSON else 200
     return Outcome(status, encode_json(body), label)
+
+
+def in_response_order(data: Any, errors: list[GraphQLError]) -> list[GraphQLError]:
+    """Errors in the order of the positions they name in the answer (those naming none
+    first), then by where they are in the document. The executor records them as they
+    happen, which for concurrent resolvers is an accident of timing: in this order the same
+    answer is the same bytes every time, whichever executor made it."""
+    if len(errors) < 2:
+        return errors
+    return sorted(errors, key=lambda error: _error_position(data, error))
+
+
+def _error_position(data: Any, error: GraphQLError) -> tuple[Any, ...]:
+    position: list[tuple[Any, ...]] = []
+    value = data
+    for step in error.path or ():
+        if isinstance(value, dict) and step in value:
+            position.append((0, list(value).index(step)))
+            value = value[step]
+        elif isinstance(value, list) and isinstance(step, int) and step < len(value):
+            position.append((0, step))
+            value = value[step]
+        else:  # below a position that was nulled: nothing left to walk
+            value = None
+            position.append((1, 0, step) if isinstance(step, int) else (1, 1, str(step)))
+    locations = tuple((loc.line, loc.column) for loc in error.locations or ())
+    return (error.path is not None, tuple(position), locations, error.message)
 
 
 def error_outcome(exc: HTTPError) -> Outcome:

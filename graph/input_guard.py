@@ -40,7 +40,7 @@ from graph.authz import Authorize
 from sources.audit import record_audit
 from sources.text import unstorable
 
-__all__ = ["InputGuard", "LiteralChecks"]
+__all__ = ["InputGuard", "LiteralChecks", "first_unstorable"]
 
 _Literal = tuple[str, str, str] | None  # (field, argument, why), or None: all storable
 
@@ -88,7 +88,7 @@ class InputGuard(SchemaExtension):
         self, query: str, document: DocumentNode, variables: dict[str, Any] | None
     ) -> str | None:
         for name, value in (variables or {}).items():
-            why = _first_unstorable(value)
+            why = first_unstorable(value)
             if why is not None:
                 return f"variable ${name} {why}: it cannot be stored, so it is refused"
         found = self.literals(query, document)
@@ -98,7 +98,7 @@ class InputGuard(SchemaExtension):
         return f"argument {argument} of {field} {why}: it cannot be stored, so it is refused"
 
 
-def _first_unstorable(value: Any) -> str | None:
+def first_unstorable(value: Any) -> str | None:
     # A walk with a stack of its own: JSON variables may be nested as deep as the body parser
     # allows (about a thousand levels), deeper than Python's recursion limit leaves room for.
     pending = [value]

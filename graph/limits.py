@@ -16,6 +16,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from graphql import (
+    DocumentNode,
     FieldNode,
     FragmentDefinitionNode,
     GraphQLError,
@@ -36,7 +37,7 @@ from strawberry.extensions import SchemaExtension
 
 from graph.documents import fragments_of, selected_fields
 
-__all__ = ["CostLimit", "query_cost"]
+__all__ = ["CostLimit", "query_cost", "size_variables"]
 
 _SIZE_ARGUMENTS = ("first", "last")
 
@@ -55,6 +56,25 @@ def query_cost(
         return 0
     walker = _Walker(schema, fragments, variables or {}, max_page, assumed_list_size)
     return walker.selection_cost(operation.selection_set, root, sized=False)
+
+
+def size_variables(document: DocumentNode) -> tuple[str, ...]:
+    """The variables a document's cost depends on: those given as page sizes. A document
+    with none costs the same whatever its variables."""
+    found: dict[str, None] = {}
+    pending: list[Any] = list(document.definitions)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, FieldNode):
+            for argument in node.arguments or ():
+                if argument.name.value in _SIZE_ARGUMENTS and isinstance(
+                    argument.value, VariableNode
+                ):
+                    found[argument.value.name.value] = None
+        selection_set = getattr(node, "selection_set", None)
+        if selection_set is not None:
+            pending += selection_set.selections
+    return tuple(sorted(found))
 
 
 class _Walker:

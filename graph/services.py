@@ -8,6 +8,7 @@ from typing import Any
 
 from starlette.requests import HTTPConnection
 from strawberry.types import ExecutionResult
+from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
@@ -107,13 +108,36 @@ class Services:
         request: HTTPConnection | None = None,
         allowed: Iterable[OperationType] | None = None,
         context: Context | None = None,
+        known: bool = False,
     ) -> ExecutionResult:
-        """Run one operation: the HTTP view and in-process callers share this."""
-        assert self.assembly.schema is not None
-        return await self.assembly.schema.execute(
+        """Run one operation: the HTTP view and in-process callers share this.
+
+        A known document (persisted or trusted: its text does not change) runs on its
+        compiled plan once it has one (graph.plans); its first run, and whatever its plan
+        leaves to it, goes through the generic executor, which then builds the plan."""
+        schema = self.assembly.schema
+        assert schema is not None
+        if context is None:
+            context = await self.context(request)
+        plans = self.assembly.plans if known and query else None
+        if plans is not None:
+            plan = plans.get(query, operation_name)
+            if plan is not None and (allowed is None or plan.operation_type in allowed):
+                result = await plan.execute(context, variables)
+                if result is not None:
+                    return result
+        result = await schema.execute(
             query,
             variable_values=variables,
-            context_value=context or await self.context(request),
+            context_value=context,
             operation_name=operation_name,
             allowed_operation_types=allowed,
         )
+        if (
+            plans is not None
+            and query
+            and not isinstance(result, PreExecutionError)
+            and not plans.known(query, operation_name)
+        ):
+            plans.learn(query, operation_name)
+        return result

@@ -60,6 +60,9 @@ class Settings(BaseSettings):
     # A query's cost: one per field, times the page size (first/last, capped at max_page_size)
     # of every list above it; a list with no size argument counts as cost_list_size items.
     max_cost: int = Field(default=50_000, ge=1)
+    # Persisted and trusted operations run on compiled plans (graph.plans); off: every
+    # operation runs on the generic executor.
+    compiled_plans: bool = True
     cost_list_size: int = Field(default=10, ge=1)
     # The shared cache. Unset redis_url: each process caches on its own, in memory only.
     redis_url: str | None = None

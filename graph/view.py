@@ -261,6 +261,7 @@ class _Exchange:
                 operation.operation_name,
                 allowed=_QUERY_ONLY if self.get else _ALL_OPERATIONS,
                 context=context,
+                known=document.digest is not None,
             )
         except InvalidOperationTypeError as exc:
             if exc.operation_type is OperationType.MUTATION and self.get:

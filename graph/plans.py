@@ -35,6 +35,7 @@ import math
 from asyncio import Future, ensure_future, get_running_loop
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from types import CoroutineType
 from typing import Any, Final
 
 from graphql import (
@@ -444,7 +445,6 @@ class _Shape:
     """How a value of one output type is completed at one place of the document."""
 
     __slots__ = (
-        "abstract",
         "field",
         "inner",
         "is_type_of",
@@ -452,10 +452,9 @@ class _Shape:
         "leaf",
         "objects",
         "output_type",
+        "plain",
         "plan",
         "strawberry_is_type_of",
-        "strawberry_resolve_type",
-        "strings",
     )
 
     def __init__(self, plan: Plan, kind: int, output_type: Any, field: _FieldPlan) -> None:
@@ -468,8 +467,8 @@ class _Shape:
         self.objects: dict[str, _ObjectPlan] = {}
         self.is_type_of: Any = None
         self.strawberry_is_type_of = False
-        self.abstract: Any = None
-        self.strings = False  # a list of non-null strings
+        # A list of built-in leaves: (leaf, items may be null), checked in one go.
+        self.plain: tuple[int, bool] | None = None
 
     def object_plan(self, object_type: GraphQLObjectType, variables: VariableValues) -> _ObjectPlan:
         found = self.objects.get(object_type.name)
@@ -497,9 +496,9 @@ def _shape(plan: Plan, output_type: GraphQLOutputType, field: _FieldPlan) -> _Sh
     if isinstance(output_type, GraphQLList):
         shape = _Shape(plan, _LIST, output_type, field)
         inner = shape.inner = _shape(plan, output_type.of_type, field)
-        shape.strings = (
-            inner.kind == _NON_NULL and inner.inner is not None and inner.inner.leaf == _STRING
-        )
+        item = inner.inner if inner.kind == _NON_NULL else inner
+        if item is not None and item.kind == _LEAF and item.leaf != _OTHER:
+            shape.plain = (item.leaf, inner.kind != _NON_NULL)
         return shape
     if is_leaf_type(output_type):
         shape = _Shape(plan, _LEAF, output_type, field)
@@ -591,6 +590,7 @@ class _Run:
         self.holder: dict[str, Any] = {"data": None}
         self.root_boundary = _Boundary(self.holder, "data", None)
         self.helpers = GraphQLResolveInfoHelpers(gather=_gather, track=_track)
+        self.loop = get_running_loop()
 
     async def execute(self, root: _ObjectPlan, serially: bool) -> dict[str, Any] | None:
         holder = self.holder
@@ -699,7 +699,7 @@ class _Run:
             if optimized_is_awaitable(value):
                 self.suspend(value, field, field.shape, container, field.key, path, boundary)
                 return None
-            return self.completed(field, value, container, path, boundary)
+            return self.complete(field.shape, value, container, field.key, path, boundary)
         except Exception as raw:
             return self.field_error(raw, field, path)
 
@@ -785,8 +785,6 @@ class _Run:
         nullable: bool = True,
     ) -> Any:
         kind = shape.kind
-        if isinstance(value, Exception):
-            raise value
         if kind == _NON_NULL:
             inner = shape.inner
             assert inner is not None
@@ -810,7 +808,11 @@ class _Run:
                 or (leaf == _FLOAT and value_type is float and math.isfinite(value))
             ):
                 return value
+            if isinstance(value, Exception):  # graphql-core raises a returned exception
+                raise value
             return Executor.complete_leaf_value(shape.output_type, value)
+        if isinstance(value, Exception):
+            raise value
         # A composite value: its descendants land here when a non-null one fails later.
         if nullable:
             boundary = _Boundary(container, key, path)
@@ -847,11 +849,11 @@ class _Run:
         items: list[Any] = []
         item_nullable = inner.kind != _NON_NULL
         if (
-            shape.strings
+            shape.plain is not None
             and isinstance(value, list | tuple)
-            and all(type(item) is str for item in value)
+            and _plain(value, *shape.plain)
         ):
-            return list(value)  # a list of strings, the usual list of leaves, in one go
+            return list(value)  # leaves that need no coercion (strings, series of floats)
         for index, item in enumerate(value):
             item_path = path.add_key(index, None)
             if optimized_is_awaitable(item):
@@ -919,7 +921,11 @@ class _Run:
         gather. It has to be a task: code below a resolver may rely on the task it runs in
         (asyncio.timeout, aiohttp's timeouts and anyio's cancel scopes cancel the current
         task), so coroutines are never stepped by hand. A future is waited on as it is."""
-        future = ensure_future(awaitable)
+        future = (
+            self.loop.create_task(awaitable)
+            if type(awaitable) is CoroutineType
+            else ensure_future(awaitable)
+        )
         suspended = _Suspended(self, future, field, shape, container, key, path, boundary)
         self.waiting.add(suspended)
         future.add_done_callback(suspended)
@@ -1010,6 +1016,22 @@ def _track(values: Iterable[Any]) -> None:
 
 
 _BACKGROUND: set[Future[Any]] = set()
+
+
+def _plain(items: list[Any] | tuple[Any, ...], leaf: int, nullable: bool) -> bool:
+    """Whether every item is already its own serialisation (or null where nulls may be)."""
+    if leaf == _STRING:
+        return all(type(i) is str or (nullable and i is None) for i in items)
+    if leaf == _FLOAT:
+        return all(
+            (type(i) is float and math.isfinite(i)) or (nullable and i is None) for i in items
+        )
+    if leaf == _INT:
+        return all(
+            (type(i) is int and _INT_MIN <= i <= _INT_MAX) or (nullable and i is None)
+            for i in items
+        )
+    return all(type(i) is bool or (nullable and i is None) for i in items)
 
 
 def _hashable(value: Any) -> Any:

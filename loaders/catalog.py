@@ -9,7 +9,12 @@ import orjson
 from strawberry.dataloader import DataLoader
 
 from loaders.registry import LoaderServices
-from sources.catalog.queries import EntityRecord, entities_by_refs, relations_of
+from sources.catalog.queries import (
+    EntityRecord,
+    all_relations_of,
+    entities_by_refs,
+    relations_of,
+)
 
 __all__ = ["ENTITY_BY_REF", "RELATED_REFS", "entity_by_ref_loader", "related_refs_loader"]
 
@@ -51,12 +56,32 @@ def _decode(raw: bytes) -> EntityRecord:
 
 
 def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str], list[str]]:
-    """Keys are (ref, relation type); values the target refs, whether or not they exist yet."""
+    """Keys are (ref, relation type); values the target refs, whether or not they exist yet.
+    Behind the multi-level cache when the app has one, by ref: an entry holds every relation
+    of its ref, and a write that changes a relation names both its ends, so the entry goes
+    when either does."""
+
+    cache = (
+        services.caches.cache(RELATION_CACHE, orjson.dumps, orjson.loads)
+        if services.caches
+        else None
+    )
+
+    async def source(refs: list[str]) -> dict[str, dict[str, list[str]]]:
+        return await all_relations_of(services.db, refs)
 
     async def load(keys: list[tuple[str, str]]) -> list[list[str]]:
         # A relation belongs to both its ends; writes name both, so the source ref will do.
         services.tags.update(ref for ref, _ in keys)
+        if cache is not None:
+            refs = list(dict.fromkeys(ref for ref, _ in keys))
+            by_ref = dict(zip(refs, await cache.load_many(refs, source), strict=True))
+            # Copies: the cached lists are shared by every request.
+            return [list((by_ref[ref] or {}).get(relation, ())) for ref, relation in keys]
         found = await relations_of(services.db, keys)
         return [found.get(key, []) for key in keys]
 
     return DataLoader(load_fn=load)
+
+
+RELATION_CACHE = "relations.1"

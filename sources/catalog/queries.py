@@ -145,6 +145,13 @@ join unnest($1::text[], $2::text[]) as k(ref, type) on r.source_ref = k.ref and 
 order by r.source_ref, r.type, r.target_ref
 """
 
+RELATIONS_OF_REFS: Final = """
+select distinct source_ref, type, target_ref
+from relations
+where source_ref = any($1::text[])
+order by source_ref, type, target_ref
+"""
+
 # Keyset pagination on (lower(name), ref): stable under inserts, fast at any depth.
 LIST_BY_NAME: Final = f"""
 select {COLUMNS} from entities e
@@ -212,6 +219,14 @@ async def relations_of(
     rows = await db.fetch(RELATIONS_BY_KEYS, [k[0] for k in keys], [k[1] for k in keys])
     for row in rows:
         found.setdefault((row["source_ref"], row["type"]), []).append(row["target_ref"])
+    return found
+
+
+async def all_relations_of(db: Executor, refs: list[str]) -> dict[str, dict[str, list[str]]]:
+    """Every relation of each ref, by type; an empty dict for a ref with none."""
+    found: dict[str, dict[str, list[str]]] = {ref: {} for ref in refs}
+    for row in await db.fetch(RELATIONS_OF_REFS, refs):
+        found[row["source_ref"]].setdefault(row["type"], []).append(row["target_ref"])
     return found
 
 

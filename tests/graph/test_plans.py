@@ -403,7 +403,14 @@ async def differ(
         for c in (generic_context, compiled_context)
     ]
     assert policies[0] == policies[1], f"cache policies differ for {context}"
-    assert generic_context.tags == compiled_context.tags, f"cache tags differ for {context}"
+    # Tags say what a kept answer depends on; answers with errors are never kept, and which
+    # loads a failure cut short before they ran is a matter of timing.
+    if compiled.errors is None:
+        assert generic_context.tags == compiled_context.tags, (
+            f"cache tags differ for {context}: generic only "
+            f"{generic_context.tags - compiled_context.tags}, compiled only "
+            f"{compiled_context.tags - generic_context.tags}"
+        )
     outcomes.compared += 1
     outcomes.with_errors += b'"errors"' in expected
 

@@ -90,6 +90,7 @@ from graphql.utilities import get_operation_ast
 from strawberry.execution.is_awaitable import optimized_is_awaitable
 from strawberry.types import ExecutionResult
 from strawberry.types.arguments import convert_arguments
+from strawberry.types.cast import TYPE_CAST_ATTRIBUTE
 from strawberry.types.graphql import OperationType as StrawberryOperationType
 
 from graph.cache_control import PolicyCache
@@ -383,6 +384,7 @@ class _FieldPlan:
         "python_name",
         "return_type",
         "shape",
+        "simple",
     )
 
     def __init__(
@@ -404,6 +406,11 @@ class _FieldPlan:
         self.return_type: GraphQLOutputType = field.type
         self.nullable = not is_non_null_type(field.type)
         self.shape = _shape(plan, field.type, self)
+        # A leaf, or a list of leaves: an attribute read may be ready as it is.
+        shape = self.shape.inner if self.shape.kind == _NON_NULL else self.shape
+        self.simple = shape is not None and (
+            (shape.kind == _LEAF and shape.leaf != _OTHER) or shape.plain is not None
+        )
         # Arguments written as literals (or absent) are coerced once; None: per request.
         self.args: dict[str, Any] | None = {}
         if field.args or self.node.arguments:
@@ -447,6 +454,7 @@ class _Shape:
     __slots__ = (
         "field",
         "inner",
+        "interface",
         "is_type_of",
         "kind",
         "leaf",
@@ -454,6 +462,7 @@ class _Shape:
         "output_type",
         "plain",
         "plan",
+        "runtime",
         "strawberry_is_type_of",
     )
 
@@ -467,6 +476,10 @@ class _Shape:
         self.objects: dict[str, _ObjectPlan] = {}
         self.is_type_of: Any = None
         self.strawberry_is_type_of = False
+        # An interface whose resolve_type is Strawberry's own: its class, to answer as it does.
+        self.interface: type | None = None
+        # Runtime types met, checked once: name → object type.
+        self.runtime: dict[str, GraphQLObjectType] = {}
         # A list of built-in leaves: (leaf, items may be null), checked in one go.
         self.plain: tuple[int, bool] | None = None
 
@@ -512,7 +525,17 @@ def _shape(plan: Plan, output_type: GraphQLOutputType, field: _FieldPlan) -> _Sh
             shape.leaf = _FLOAT
         return shape
     if is_abstract_type(output_type):
-        return _Shape(plan, _ABSTRACT, output_type, field)
+        shape = _Shape(plan, _ABSTRACT, output_type, field)
+        resolve_type = getattr(output_type, "resolve_type", None)
+        definition = (output_type.extensions or {}).get("strawberry-definition")
+        if (
+            resolve_type is not None
+            and getattr(resolve_type, "__module__", "") == "strawberry.schema.schema_converter"
+            and resolve_type.__qualname__.endswith("_get_resolve_type.<locals>.resolve_type")
+            and definition is not None
+        ):
+            shape.interface = definition.origin
+        return shape
     if is_object_type(output_type):
         shape = _Shape(plan, _OBJECT, output_type, field)
         check = output_type.is_type_of
@@ -642,17 +665,8 @@ class _Run:
                         raw, field, Path(path, field.key, type_name)
                     )
                     continue
-                shape = field.shape
-                if shape.kind == _NON_NULL:
-                    inner = shape.inner
-                    if inner.leaf == _STRING and type(value) is str:  # type: ignore[union-attr]
-                        result[field.key] = value
-                        continue
-                elif value is None:
-                    result[field.key] = None
-                    continue
-                elif shape.leaf == _STRING and type(value) is str:
-                    result[field.key] = value
+                if field.simple and _ready(field.shape, value):
+                    result[field.key] = list(value) if type(value) is list else value
                     continue
                 result[field.key] = self.completed(
                     field, value, result, Path(path, field.key, type_name), boundary
@@ -748,21 +762,25 @@ class _Run:
     def info(self, field: _FieldPlan, path: Path) -> Any:
         plan = self.plan
         definition = field.definition
-        return GraphQLResolveInfo(
-            definition.field_name,
-            field.nodes,
-            field.return_type,
-            definition.parent,
-            path,
-            plan.graphql_schema,
-            plan.fragment_definitions,
-            None,
-            plan.operation,
-            self.variables,
-            self.context,
-            optimized_is_awaitable,  # type: ignore[arg-type]
-            None,
-            self.helpers,
+        # As the named tuple's own constructor would, without its Python-level __new__.
+        return tuple.__new__(
+            GraphQLResolveInfo,
+            (
+                definition.field_name,
+                field.nodes,
+                field.return_type,
+                definition.parent,
+                path,
+                plan.graphql_schema,
+                plan.fragment_definitions,
+                None,
+                plan.operation,
+                self.variables,
+                self.context,
+                optimized_is_awaitable,
+                None,
+                self.helpers,
+            ),
         )
 
     def field_error(self, raw: Exception, field: _FieldPlan, path: Path) -> Any:
@@ -837,7 +855,7 @@ class _Run:
     def complete_list(
         self, shape: _Shape, value: Any, path: Path, boundary: _Boundary
     ) -> list[Any]:
-        if hasattr(value, "__aiter__") or not is_iterable(value):
+        if type(value) is not list and (hasattr(value, "__aiter__") or not is_iterable(value)):
             definition = shape.field.definition
             raise GraphQLError(
                 "Expected Iterable, but did not find one for field"
@@ -876,27 +894,46 @@ class _Run:
         abstract: GraphQLAbstractType = shape.output_type
         plan = self.plan
         field = shape.field
-        info = self.info(field, path)
-        resolve_type = abstract.resolve_type or default_type_resolver
-        name = resolve_type(value, info, abstract)
-        if optimized_is_awaitable(name):
-            raise NotPlannableAtRun("an asynchronous resolve_type")
-        runtime = plan.graphql_schema.get_type(name) if isinstance(name, str) else None
-        if not (
-            isinstance(runtime, GraphQLObjectType)
-            and plan.graphql_schema.is_sub_type(abstract, runtime)
+        name: Any = None
+        info: Any = None
+        origin = shape.interface
+        if (
+            origin is not None
+            and getattr(value, TYPE_CAST_ATTRIBUTE, None) is None
+            and isinstance(value, origin)
         ):
-            runtime = Executor.ensure_valid_runtime_type(
-                _SchemaHolder(plan.graphql_schema),  # type: ignore[arg-type]
-                name,
-                abstract,
-                field.details,
-                info,
-                value,
-            )
+            # What Strawberry's own resolve_type answers for an instance of the interface.
+            definition = getattr(value, "__strawberry_definition__", None)
+            if definition is not None and not definition.is_graphql_generic:
+                name = definition.name
+        if name is None:
+            info = self.info(field, path)
+            resolve_type = abstract.resolve_type or default_type_resolver
+            name = resolve_type(value, info, abstract)
+            if optimized_is_awaitable(name):
+                raise NotPlannableAtRun("an asynchronous resolve_type")
+        runtime = shape.runtime.get(name) if isinstance(name, str) else None
+        if runtime is None:
+            found: Any = plan.graphql_schema.get_type(name) if isinstance(name, str) else None
+            runtime = found
+            if isinstance(runtime, GraphQLObjectType) and plan.graphql_schema.is_sub_type(
+                abstract, runtime
+            ):
+                shape.runtime[name] = runtime
+            else:
+                runtime = Executor.ensure_valid_runtime_type(
+                    _SchemaHolder(plan.graphql_schema),  # type: ignore[arg-type]
+                    name,
+                    abstract,
+                    field.details,
+                    info if info is not None else self.info(field, path),
+                    value,
+                )
         check = runtime.is_type_of
         if check is not None:
-            ok = check(value, None if _strawberry_made(check) else info)  # type: ignore[arg-type]
+            if info is None and not _strawberry_made(check):
+                info = self.info(field, path)
+            ok = check(value, info)
             if optimized_is_awaitable(ok):
                 raise NotPlannableAtRun("an asynchronous is_type_of")
             if not ok:
@@ -1016,6 +1053,25 @@ def _track(values: Iterable[Any]) -> None:
 
 
 _BACKGROUND: set[Future[Any]] = set()
+
+
+def _ready(shape: _Shape, value: Any) -> bool:
+    """Whether a value of a leaf (or a list of leaves) is already its own serialisation."""
+    if shape.kind == _NON_NULL:
+        if value is None:
+            return False
+        shape = shape.inner  # type: ignore[assignment]
+    elif value is None:
+        return True
+    if shape.kind == _LEAF:
+        leaf, value_type = shape.leaf, type(value)
+        return (
+            (leaf == _STRING and value_type is str)
+            or (leaf == _BOOLEAN and value_type is bool)
+            or (leaf == _INT and value_type is int and _INT_MIN <= value <= _INT_MAX)
+            or (leaf == _FLOAT and value_type is float and math.isfinite(value))
+        )
+    return shape.plain is not None and type(value) is list and _plain(value, *shape.plain)
 
 
 def _plain(items: list[Any] | tuple[Any, ...], leaf: int, nullable: bool) -> bool:

@@ -1,6 +1,6 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|console|deployments|observability] [--users N]
-[--pinapps N] [--deploys N]``."""
+[--only catalog|ldap|compute|serving|execution|console|deployments|observability]
+[--users N] [--pinapps N] [--deploys N]``."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from bench.compute import run_compute
 from bench.console import run_console
 from bench.database import admin_url
 from bench.deployments import run_deployments
+from bench.execution import run_execution
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.observability import run_observability
@@ -31,7 +32,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        help="measured requests per scenario (serving: timed rounds per target)",
+        help="measured requests per scenario (serving: timed rounds per target; execution: "
+        "timed rounds per document and path)",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
     parser.add_argument(
@@ -46,12 +48,13 @@ def main(argv: list[str] | None = None) -> int:
             "ldap",
             "compute",
             "serving",
+            "execution",
             "console",
             "deployments",
             "observability",
         ),
-        help="run the catalog, the LDAP, the compute, the serving, the console, the "
-        "deployments or the observability scenarios only",
+        help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
+        "the deployments or the observability scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -99,6 +102,9 @@ def main(argv: list[str] | None = None) -> int:
             asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
         if args.only in (None, "serving"):
             asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
+        if args.only in (None, "execution"):
+            short = args.quick or (args.rounds is not None and args.rounds < 5)
+            asyncio.run(run_execution(short=short, seed=args.seed, rounds=args.rounds))
         if args.only in (None, "console"):
             asyncio.run(run_console(quick=args.quick, rounds=args.rounds))
         if args.only in (None, "deployments"):

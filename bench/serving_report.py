@@ -22,6 +22,8 @@ class Target:
     name: str
     settings: dict[str, Any] | None  # Atrium's settings; None: the floor
     goal: float | None = None  # the share of the floor's req/s it must reach
+    # Another target's name: then ``goal`` is a multiple of that target's req/s, not the floor's.
+    versus: str | None = None
 
 
 @dataclass(slots=True)
@@ -50,7 +52,7 @@ class Figures:
         return len(self.latencies) / self.seconds
 
     def ratios(self, floor: Figures) -> list[float]:
-        """Each round's req/s over the floor's in the same round."""
+        """Each round's req/s over the floor's (or another target's) in the same round."""
         return [mine / its for mine, its in zip(self.round_rps, floor.round_rps, strict=True)]
 
     def versus(self, floor: Figures) -> float:
@@ -93,12 +95,20 @@ def print_figures(figures: Sequence[Figures]) -> None:
     ]
     print()
     _print_rows(header, rows)
+    by_name = {f.target.name: f for f in figures}
     for f in figures:
-        if f.target.goal is not None:
+        goal, other = f.target.goal, f.target.versus
+        if goal is not None and other is None:
             share = f.versus(floor)
             print(
-                f"target: {f.target.name} at >= {f.target.goal:.0%} of the floor's req/s: "
-                f"{share:.0%}, {'PASS' if share >= f.target.goal else 'MISS'}"
+                f"target: {f.target.name} at >= {goal:.0%} of the floor's req/s: "
+                f"{share:.0%}, {'PASS' if share >= goal else 'MISS'}"
+            )
+        elif goal is not None and other is not None:
+            times = f.versus(by_name[other])
+            print(
+                f"target: {f.target.name} at >= {goal:g}x the req/s of {other}: "
+                f"{times:.2f}x, {'PASS' if times >= goal else 'MISS'}"
             )
     busiest = max(f.client_cpu for f in figures)
     print(

@@ -150,7 +150,7 @@ class Plans:
         self.assumed_list_size = assumed_list_size
         self.production = production
         self.capacity = capacity
-        self.runs = 0  # operations answered on a plan, for tests and /metrics
+        self.runs = 0  # operations answered on a plan
         self._plans: OrderedDict[tuple[str, str | None], Plan | None] = OrderedDict()
 
     def get(self, query: str | None, operation_name: str | None) -> Plan | None:
@@ -160,9 +160,6 @@ class Plans:
         if plan is not None:
             self._plans.move_to_end((query, operation_name))
         return plan
-
-    def known(self, query: str | None, operation_name: str | None) -> bool:
-        return (query, operation_name) in self._plans
 
     def learn(self, query: str, operation_name: str | None) -> Plan | None:
         key = (query, operation_name)

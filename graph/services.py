@@ -133,11 +133,6 @@ class Services:
             operation_name=operation_name,
             allowed_operation_types=allowed,
         )
-        if (
-            plans is not None
-            and query
-            and not isinstance(result, PreExecutionError)
-            and not plans.known(query, operation_name)
-        ):
-            plans.learn(query, operation_name)
+        if plans is not None and query and not isinstance(result, PreExecutionError):
+            plans.learn(query, operation_name)  # built once; known documents cost a lookup
         return result

@@ -324,11 +324,6 @@ class ProbePlugin:
 # -- the environment ---------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def anyio_backend() -> str:
-    return "asyncio"
-
-
 @pytest.fixture
 async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
     async with start_clusters("east", "west") as (east, west):
@@ -505,7 +500,7 @@ async def test_the_consoles_operations_answer_alike(env: Env) -> None:
     assert outcomes.with_errors > 50, outcomes  # refusals, bad refs, unavailable backends
 
 
-def test_suite_documents() -> list[str]:
+def suite_documents() -> list[str]:
     """String literals in the test suite that parse as GraphQL operations."""
     found: dict[str, None] = {}
     for path in sorted((ROOT / "tests").rglob("*.py")):
@@ -527,13 +522,10 @@ def test_suite_documents() -> list[str]:
     return list(found)
 
 
-test_suite_documents.__test__ = False  # type: ignore[attr-defined]
-
-
 async def test_the_test_suites_operations_answer_alike(env: Env) -> None:
     outcomes = Outcomes()
     documents = 0
-    for document in test_suite_documents():
+    for document in suite_documents():
         if validate(env.schema, parse(document)):
             continue
         documents += 1

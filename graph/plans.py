@@ -11,10 +11,9 @@ how its value is completed. A ``Plan`` keeps that, and its runner walks the plan
   (arguments written as literals are coerced once); one with extensions (``Authorize``,
   Relay connections, a plugin's) goes through Strawberry's own wrapper, unchanged;
 - leaves of the built-in scalars are checked inline, others coerced by their type;
-- asynchronous resolvers are not tasks: the runner steps each coroutine itself and, when it
-  waits on a future (a loader's batch, say), resumes it once that future is done. Every
-  coroutine waiting on one batch resumes in the same sweep, so loaders batch level by level
-  as they do under the generic executor, without a task, a ``gather`` or a wrapper per field.
+- an asynchronous resolver runs as one task, and nothing more: no wrapper coroutine, no
+  ``gather``; its value is completed once the task is done. Tasks of one level run in the
+  same turn of the loop, so loaders batch level by level as under the generic executor.
 
 The answer is the generic executor's, byte for byte once encoded: the same values, null
 propagation (graphql-core's rules, errors below a nulled position dropped), error messages,
@@ -35,6 +34,7 @@ import math
 from asyncio import Future, ensure_future, get_running_loop
 from collections import OrderedDict
 from collections.abc import Callable, Iterable
+from functools import partial
 from types import CoroutineType
 from typing import Any, Final
 
@@ -118,6 +118,11 @@ _TYPENAME, _ATTRIBUTE, _CALL, _WRAPPED, _CALL_DEFAULT = range(5)
 _NON_NULL, _LIST, _LEAF, _OBJECT, _ABSTRACT = range(5)
 # Leaves checked inline.
 _STRING, _BOOLEAN, _INT, _FLOAT, _OTHER = range(5)
+# How the runner's inner loop takes a field: an attribute read, a resolver called with the
+# object alone, __typename, or anything else (arguments, Info, a wrapper).
+_FAST_ATTRIBUTE, _FAST_SELF_CALL, _FAST_TYPENAME, _FAST_OTHER = range(4)
+# A Path as the named tuple's constructor makes it, without its Python-level __new__.
+_path: Final = partial(tuple.__new__, Path)
 
 
 class NotPlannable(Exception):
@@ -373,12 +378,14 @@ class _FieldPlan:
         "args",
         "definition",
         "details",
+        "fast",
         "key",
         "kind",
         "node",
         "nodes",
         "nullable",
         "python_name",
+        "ready_type",
         "return_type",
         "shape",
         "simple",
@@ -408,6 +415,23 @@ class _FieldPlan:
         self.simple = shape is not None and (
             (shape.kind == _LEAF and shape.leaf != _OTHER) or shape.plain is not None
         )
+        # The Python type whose values are their own serialisation here (str for a String).
+        self.ready_type: type | None = None
+        if shape is not None and shape.kind == _LEAF:
+            self.ready_type = {_STRING: str, _BOOLEAN: bool}.get(shape.leaf)
+        self.fast = _FAST_OTHER
+        if self.kind == _ATTRIBUTE:
+            self.fast = _FAST_ATTRIBUTE
+        elif self.kind == _TYPENAME:
+            self.fast = _FAST_TYPENAME
+        elif (
+            self.kind == _CALL
+            and definition.self_argument
+            and definition.info_name is None
+            and not definition.arguments
+            and not definition.root_name
+        ):
+            self.fast = _FAST_SELF_CALL
         # Arguments written as literals (or absent) are coerced once; None: per request.
         self.args: dict[str, Any] | None = {}
         if field.args or self.node.arguments:
@@ -620,7 +644,7 @@ class _Run:
                     data: dict[str, Any] = {}
                     holder["data"] = data
                     for field in root.fields:
-                        path = Path(None, field.key, root.type_name)
+                        path = _path((None, field.key, root.type_name))
                         data[field.key] = self.field(field, None, data, path, self.root_boundary)
                         if self.waiting:
                             await self.drain()
@@ -652,28 +676,42 @@ class _Run:
         result: dict[str, Any] = {}
         type_name = plan.type_name
         for field in plan.fields:
-            kind = field.kind
-            if kind == _ATTRIBUTE:
-                # The common case inline: an attribute that is a ready leaf.
-                try:
+            fast = field.fast
+            key = field.key
+            if fast == _FAST_TYPENAME:
+                result[key] = type_name
+                continue
+            if fast == _FAST_OTHER:
+                result[key] = self.field(
+                    field, source, result, _path((path, key, type_name)), boundary
+                )
+                continue
+            # An attribute, or a resolver taking nothing but the object: no Info, no Path
+            # unless the value needs completing or fails.
+            try:
+                if fast == _FAST_ATTRIBUTE:
                     value = getattr(source, field.python_name)  # type: ignore[arg-type]
-                except Exception as raw:
-                    result[field.key] = self.field_error(
-                        raw, field, Path(path, field.key, type_name)
-                    )
-                    continue
-                if field.simple and _ready(field.shape, value):
-                    result[field.key] = list(value) if type(value) is list else value
-                    continue
-                result[field.key] = self.completed(
-                    field, value, result, Path(path, field.key, type_name), boundary
+                else:
+                    value = field.definition.resolve(source)  # type: ignore[misc]
+            except Exception as raw:
+                result[key] = self.field_error(raw, field, _path((path, key, type_name)))
+                continue
+            value_type = type(value)
+            if value_type is field.ready_type or (value is None and field.nullable):
+                result[key] = value
+                continue
+            if field.simple and _ready(field.shape, value):
+                result[key] = list(value) if value_type is list else value
+                continue
+            if fast == _FAST_SELF_CALL and optimized_is_awaitable(value):
+                result[key] = None
+                self.suspend(
+                    value, field, field.shape, result, key, _path((path, key, type_name)), boundary
                 )
-            elif kind == _TYPENAME:
-                result[field.key] = type_name
-            else:
-                result[field.key] = self.field(
-                    field, source, result, Path(path, field.key, type_name), boundary
-                )
+                continue
+            result[key] = self.completed(
+                field, value, result, _path((path, key, type_name)), boundary
+            )
         return result
 
     def field(
@@ -870,7 +908,7 @@ class _Run:
         ):
             return list(value)  # leaves that need no coercion (strings, series of floats)
         for index, item in enumerate(value):
-            item_path = path.add_key(index, None)
+            item_path = _path((path, index, None))
             if optimized_is_awaitable(item):
                 items.append(None)
                 self.suspend(item, field, inner, items, index, item_path, boundary)

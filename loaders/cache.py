@@ -54,6 +54,14 @@ class MultiLevelCache:
         # so it is handed to the callers waiting for it but not kept.
         self._stale: set[str] = set()
 
+    def peek(self, key: str) -> Any:
+        """The value L1 holds for ``key`` (counted as a hit), or ``MISSING`` (not counted: the
+        batch that fetches it counts the miss)."""
+        value = self.l1.get(key)
+        if value is not MISSING:
+            self.stats.add("l1", "hit")
+        return value
+
     async def load_many(
         self, keys: list[str], source: Callable[[list[str]], Awaitable[dict[str, Any]]]
     ) -> list[Any]:
@@ -226,7 +234,8 @@ class Caches:
         for subscriber in self.subscribers:
             await subscriber.invalidate(keys)
 
-    def _drop_everything_local(self) -> None:
+    def clear_local(self) -> None:
+        """Forget everything this process holds (L1 and the subscribers' local entries)."""
         for cache in self.caches.values():
             cache.l1.clear()
         for subscriber in self.subscribers:
@@ -263,7 +272,7 @@ class Caches:
                 async with self.redis.pubsub() as pubsub:
                     await pubsub.subscribe(self.channel)
                     if missed:
-                        self._drop_everything_local()
+                        self.clear_local()
                         missed = False
                     async for message in pubsub.listen():
                         if message.get("type") != "message":

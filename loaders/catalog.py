@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime
+from typing import Any
 
 import orjson
 from strawberry.dataloader import DataLoader
 
+from loaders.cache_first import CacheFirstLoader
+from loaders.memory import MISSING
 from loaders.registry import LoaderServices
 from sources.catalog.queries import (
     EntityRecord,
@@ -38,7 +41,16 @@ def entity_by_ref_loader(services: LoaderServices) -> DataLoader[str, EntityReco
         found = await source(refs)
         return [found.get(ref) for ref in refs]
 
-    return DataLoader(load_fn=load)
+    if cache is None:
+        return DataLoader(load_fn=load)
+
+    def peek(ref: str) -> Any:
+        value = cache.peek(ref)
+        if value is not MISSING:
+            services.tags.add(ref)
+        return value
+
+    return CacheFirstLoader(load, peek)
 
 
 # Versioned with the record's fields: replicas of another version read their own entries.
@@ -81,7 +93,18 @@ def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str],
         found = await relations_of(services.db, keys)
         return [found.get(key, []) for key in keys]
 
-    return DataLoader(load_fn=load)
+    if cache is None:
+        return DataLoader(load_fn=load)
+
+    def peek(key: tuple[str, str]) -> Any:
+        ref, relation = key
+        by_ref = cache.peek(ref)
+        if by_ref is MISSING:
+            return MISSING
+        services.tags.add(ref)
+        return list((by_ref or {}).get(relation, ()))
+
+    return CacheFirstLoader(load, peek)
 
 
 RELATION_CACHE = "relations.1"

@@ -9,8 +9,9 @@ import pytest
 
 from loaders.announce import publish_invalidation
 from loaders.cache import MultiLevelCache, json_codec
+from loaders.cache_first import CacheFirstLoader
 from loaders.catalog import ENTITY_CACHE
-from loaders.memory import CacheStats, MemoryCache
+from loaders.memory import MISSING, CacheStats, MemoryCache
 from loaders.shared import SharedRedis
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
@@ -131,3 +132,61 @@ async def test_without_redis_each_process_caches_alone(client: Client) -> None:
     await client.gql(TITLE)
     assert client.services.db.queries == queries
     assert client.services.caches.redis is None
+
+
+async def test_keys_the_in_process_cache_holds_are_answered_without_a_batch() -> None:
+    encode, decode = json_codec()
+    stats = CacheStats()
+    cache = MultiLevelCache(
+        "x",
+        MemoryCache(max_entries=10, max_bytes=10_000, ttl=60),
+        shared=SharedRedis(None, "t", stats),
+        ttl=60,
+        encode=encode,
+        decode=decode,
+    )
+    batches: list[list[str]] = []
+    tags: set[str] = set()
+
+    async def source(keys: list[str]) -> dict[str, Any]:
+        return {k: f"value of {k}" for k in keys if k != "absent"}
+
+    async def load(keys: list[str]) -> list[Any]:
+        batches.append(keys)
+        tags.update(keys)
+        return await cache.load_many(keys, source)
+
+    def peek(key: str) -> Any:
+        value = cache.peek(key)
+        if value is not MISSING:
+            tags.add(key)
+        return value
+
+    await cache.load_many(["warm", "also-warm"], source)
+    stats.counts.clear()
+    loader = CacheFirstLoader(load, peek)
+    # Held: a future already done, so awaiting it does not give up the loop; no batch.
+    future = loader.load("warm")
+    assert isinstance(future, asyncio.Future) and future.done()
+    assert await future == "value of warm" and tags == {"warm"}
+    assert stats.counts == {("l1", "hit"): 1}
+    many = loader.load_many(["warm", "also-warm"])
+    assert isinstance(many, asyncio.Future) and many.done()
+    assert await many == ["value of warm", "value of also-warm"]
+    assert loader.load("warm") is future  # the request's own cache first
+    # Not held: batched as DataLoader batches, the hits of the same call answered alongside.
+    assert await loader.load_many(["warm", "cold", "absent"]) == [
+        "value of warm",
+        "value of cold",
+        None,
+    ]
+    assert batches == [["cold", "absent"]]
+    assert tags == {"warm", "also-warm", "cold", "absent"}
+    # A failed load is not answered from the request's cache as a value: the failure shows.
+    failing = CacheFirstLoader(_failing, lambda key: MISSING)
+    with pytest.raises(RuntimeError, match="source down"):
+        await failing.load_many(["a", "b"])
+
+
+async def _failing(keys: list[str]) -> list[Any]:
+    raise RuntimeError("source down")

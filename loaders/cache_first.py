@@ -1,0 +1,85 @@
+"""A DataLoader that answers what the in-process cache holds at once.
+
+Loaders are built per request, so the first ``load`` of a key in a request would otherwise
+wait for a batch: a task dispatched on the next turn of the loop, then the cache's own
+``load_many``, then the futures' callbacks. A key the in-process cache (L1) holds needs none
+of that. ``CacheFirstLoader.load`` asks ``peek`` first and, when it knows the value, returns
+a future already done: a resolver awaiting it goes on without giving up the loop. Keys it
+does not know are batched as usual, L2 and the source behind them.
+"""
+
+from __future__ import annotations
+
+from asyncio import Future, gather
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import Any, Generic, TypeVar
+
+from strawberry.dataloader import AbstractCache, DataLoader
+
+from loaders.memory import MISSING
+
+__all__ = ["CacheFirstLoader"]
+
+K = TypeVar("K")
+T = TypeVar("T")
+
+
+class CacheFirstLoader(DataLoader[K, T], Generic[K, T]):
+    """``peek(key)`` returns the value the in-process cache holds for ``key``, or ``MISSING``;
+    it must do what the batch would for that key besides fetching (count the hit, tag the
+    request)."""
+
+    def __init__(
+        self,
+        load_fn: Callable[[list[K]], Awaitable[Sequence[T | BaseException]]],
+        peek: Callable[[K], Any],
+    ) -> None:
+        super().__init__(load_fn=load_fn, cache_map=_Futures())
+        self.peek = peek
+        self._futures: dict[Any, Future[T]] = self.cache_map.futures  # type: ignore[attr-defined]
+
+    def load(self, key: K) -> Awaitable[T]:
+        future = self._futures.get(key)
+        if future is not None and not future.cancelled():
+            return future
+        value = self.peek(key)
+        if value is MISSING:
+            return super().load(key)
+        future = self.loop.create_future()
+        future.set_result(value)
+        self._futures[key] = future
+        return future
+
+    def load_many(self, keys: Iterable[K]) -> Awaitable[list[T]]:
+        futures = [self.load(key) for key in keys]
+        for future in futures:
+            # Anything not yet there (or failed) is gathered as DataLoader gathers it.
+            if not isinstance(future, Future) or not future.done() or future.cancelled():
+                return gather(*futures)
+            if future.exception() is not None:
+                return gather(*futures)
+        done: Future[list[T]] = self.loop.create_future()
+        done.set_result([future.result() for future in futures])  # type: ignore[attr-defined]
+        return done
+
+
+class _Futures(AbstractCache[Any, Any]):
+    """The request's futures by key, the key itself the dict's key (DataLoader's default
+    cache calls a key function on every lookup)."""
+
+    __slots__ = ("futures",)
+
+    def __init__(self) -> None:
+        self.futures: dict[Any, Future[Any]] = {}
+
+    def get(self, key: Any) -> Future[Any] | None:
+        return self.futures.get(key)
+
+    def set(self, key: Any, value: Future[Any]) -> None:
+        self.futures[key] = value
+
+    def delete(self, key: Any) -> None:
+        del self.futures[key]
+
+    def clear(self) -> None:
+        self.futures.clear()

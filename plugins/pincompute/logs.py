@@ -155,28 +155,29 @@ async def follow_workload(
         else:
             queue.put_nowait(line)
 
-    async def follow(pod: str) -> None:
+    async def follow(pod: str, tail_lines: int) -> None:
         with contextlib.suppress(ComputeError):
             stream = compute.follow_log(
                 key.cluster,
                 key.namespace,
                 pod,
                 container=None,
-                tail_lines=0,
+                tail_lines=tail_lines,
                 timestamps=True,
             )
             async for raw in stream:
                 for line in parse(pod, raw, needle):
                     put(line)
 
-    def start(pods: list[str]) -> None:
+    def start(pods: list[str], tail_lines: int) -> None:
         for pod in pods:
             if pod not in followers:
-                followers[pod] = asyncio.create_task(follow(pod), name=f"log of {pod}")
+                followers[pod] = asyncio.create_task(follow(pod, tail_lines), name=f"log of {pod}")
 
     try:
         pods = await list_pods()
-        start(pods)
+        # Their tail is read below: from now on.
+        start(pods, 0)
         # The tail, read once everyone listens; live lines up to its newest are not sent again.
         first = await read_workload(
             compute, key, pods, tail=tail, since_seconds=None, needle=needle
@@ -193,8 +194,10 @@ async def follow_workload(
             try:
                 line = await asyncio.wait_for(queue.get(), timeout=max(wait, 0))
             except TimeoutError:
+                # A pod found later started after the subscriber came: every line it wrote
+                # before this look is new too (as many as may wait, should it be older).
                 with contextlib.suppress(ComputeError):
-                    start(await list_pods())
+                    start(await list_pods(), FOLLOW_BUFFER)
                 rescan = asyncio.get_running_loop().time() + POD_RESCAN
                 continue
             if dropped:

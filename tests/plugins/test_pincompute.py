@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from plugins.pincompute import PinComputePlugin
+from plugins.pincompute.logs import FOLLOW_BUFFER
 from plugins.pincompute.settings import ComputeSettings, Quota
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
@@ -677,14 +678,21 @@ async def test_following_a_workload_sends_its_merged_tail_then_every_pods_lines(
         assert await line() == ("checkout-b", "b2")
         a.write("a2\n")
         assert await line() == ("checkout-a", "a2")
-        # A pod that starts later is followed too.
+        # A pod that starts later is followed too, from its first line: what it wrote
+        # before the next look for pods is not lost.
         c = env.east.pod_log("shop", "checkout-c")
         await env.east.put("pods", "shop", pod("checkout-c", "checkout"))
-        await asyncio.sleep(0.6)
         c.write("c1\n")
         assert await line() == ("checkout-c", "c1")
-    follows = [r for r in env.east.requests if r.path.endswith("/log") and "follow" in r.query]
-    assert {r.query.get("tailLines") for r in follows} == {"0"}
+        c.write("c2\n")
+        assert await line() == ("checkout-c", "c2")
+    follows = {
+        r.path.split("/")[-2]: r.query.get("tailLines")
+        for r in env.east.requests
+        if r.path.endswith("/log") and "follow" in r.query
+    }
+    # The first pods' tails came with the merged tail: they are followed from now on.
+    assert follows == {"checkout-a": "0", "checkout-b": "0", "checkout-c": str(FOLLOW_BUFFER)}
 
 
 async def test_paging_walks_every_workload_once(env: Env) -> None:

@@ -57,6 +57,8 @@ from graph.context import Context, Info
 from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import Settings
 from loaders.cache import Caches, MultiLevelCache, json_codec
+from loaders.cache_first import CacheFirstLoader
+from loaders.memory import MISSING
 from loaders.registry import LoaderFactory, LoaderServices
 from sources.auth import Viewer
 from sources.errors import InvalidRef
@@ -65,10 +67,12 @@ from sources.yaml_json import InvalidYaml, load_yaml
 __all__ = [
     "EVERYTHING",
     "JSON",
+    "MISSING",
     "AdminOnly",
     "Authorize",
     "BackgroundJob",
     "CacheControl",
+    "CacheFirstLoader",
     "CacheScope",
     "Context",
     "DataLoader",

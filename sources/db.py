@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import warnings
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,8 @@ __all__ = ["Database", "Executor", "embedded_database_url"]
 
 log = logging.getLogger(__name__)
 
+CLOSE_GRACE = 10.0  # seconds for the pool's connections to be released when stopping
+
 # asyncpg prepares every statement. Queries with optional filters (``$1 is null or ...``) make
 # poor generic plans, so the server plans each execution for its actual parameters.
 # JIT off: Atrium's statements are short, and a large cost estimate (a loop over thousands of
@@ -31,7 +33,11 @@ _SERVER_SETTINGS = {
 
 
 class Executor:
-    """The query methods shared by the pool and a transaction's connection; counts queries."""
+    """The query methods shared by the pool and a transaction's connection; counts queries.
+
+    No ``executemany``: asyncpg's, cancelled while it streams its rows, never returns (its
+    task waits forever, and so does whoever stops it). Many rows go as arrays in one statement
+    (``insert ... select from unnest($1::text[], ...)``)."""
 
     def __init__(self, conn: asyncpg.Pool | asyncpg.Connection, counter: list[int]) -> None:
         self._conn = conn
@@ -52,10 +58,6 @@ class Executor:
     async def execute(self, sql: str, *args: Any) -> str:
         self._counter[0] += 1
         return await self._conn.execute(sql, *args)  # type: ignore[no-any-return]
-
-    async def executemany(self, sql: str, args: Sequence[Sequence[Any]]) -> None:
-        self._counter[0] += 1
-        await self._conn.executemany(sql, args)
 
 
 class Database(Executor):
@@ -103,8 +105,17 @@ class Database(Executor):
             return False
         return True
 
-    async def close(self) -> None:
-        await self.pool.close()
+    async def close(self, grace: float = CLOSE_GRACE) -> None:
+        """Close gracefully: wait for connections in use to be released, then close them; after
+        ``grace`` seconds, close what is left at once (a statement still running is dropped),
+        so that stopping never hangs on a stuck connection."""
+        try:
+            await asyncio.wait_for(self.pool.close(), grace)
+        except TimeoutError:
+            log.warning(
+                "database connections still busy after %.0f s of stopping: closed at once", grace
+            )
+            self.pool.terminate()
 
 
 async def _init_connection(conn: asyncpg.Connection) -> None:

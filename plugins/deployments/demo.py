@@ -212,29 +212,25 @@ async def _write(tx: Any, deploys: list[_Deploy]) -> None:
             created,
             f"https://ci.junipermarket.example/{name}/builds/{version}",
         )
-    rows = []
-    for index, d in enumerate(sorted(deploys, key=lambda d: d.started)):
-        rows.append(
-            (
-                d.component,
-                d.stage,
-                d.stage == "production",
-                ids[d.component, d.version],
-                d.state,
-                d.actor,
-                d.started,
-                d.finished,
-                "webhook",
-                f"demo-{index}",
-                None,
-                d.rollback,
-            )
-        )
-    await tx.executemany(
+    # One statement over arrays, not asyncpg's executemany: cancelled while it streams its rows
+    # (as when the server stops), that never returns, and the shutdown hangs on it.
+    ordered = sorted(deploys, key=lambda d: d.started)
+    await tx.execute(
         "insert into deployment_deploys (component_ref, stage, production, release_id, state,"
-        " actor, started_at, finished_at, source, external_id, url, is_rollback)"
-        " values ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-        rows,
+        " actor, started_at, finished_at, source, external_id, is_rollback)"
+        " select component, stage, stage = 'production', release, state, actor, started,"
+        " finished, 'webhook', 'demo-' || (n - 1), rollback from unnest($1::text[], $2::text[],"
+        " $3::bigint[], $4::text[], $5::text[], $6::timestamptz[], $7::timestamptz[],"
+        " $8::boolean[]) with ordinality as d(component, stage, release, state, actor, started,"
+        " finished, rollback, n) order by n",
+        [d.component for d in ordered],
+        [d.stage for d in ordered],
+        [ids[d.component, d.version] for d in ordered],
+        [d.state for d in ordered],
+        [d.actor for d in ordered],
+        [d.started for d in ordered],
+        [d.finished for d in ordered],
+        [d.rollback for d in ordered],
     )
     # A successful rollback marks the deploy it replaced.
     await tx.execute(

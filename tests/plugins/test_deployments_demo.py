@@ -3,6 +3,10 @@ component with a repository, failures and rollbacks among them, written once."""
 
 from __future__ import annotations
 
+import asyncio
+
+import asyncpg
+
 from plugins.deployments import DeploymentsPlugin
 from plugins.deployments.demo import seed_history
 from plugins.deployments.settings import DeploymentSettings
@@ -45,3 +49,39 @@ async def test_the_demo_history_is_written_once_and_reads_as_a_real_one(
     dora = body["data"]["entity"]["dora"]
     assert dora["deploys"] > 10 and 0 < dora["changeFailureRate"] < 0.5, dora
     assert dora["leadTimeSeconds"] > 3600 and dora["timeToRestoreSeconds"] > 0, dora
+
+
+async def test_stopping_while_the_history_is_written_stops_at_once_and_writes_nothing(
+    make_client: AppFactory, database_url: str
+) -> None:
+    """Stopping the server cancels the demo's writer wherever it is. Cancelled while its rows
+    are on their way (held here by a lock, as a busy server would hold them), it must end and
+    write nothing; the next start writes the history whole. (It used asyncpg's executemany,
+    which, cancelled while it streams more rows than the socket takes, never returns: the
+    server's shutdown hung on it under load.)"""
+    client = await make_client(plugins=[DeploymentsPlugin(DeploymentSettings())])
+    db = client.services.db
+    assert not (await apply_batch(db, read_paths([EXAMPLES]))).errors
+    blocker = await asyncpg.connect(database_url)
+    try:
+        transaction = blocker.transaction()
+        await transaction.start()
+        await blocker.execute("lock table deployment_deploys in exclusive mode")
+        task = asyncio.create_task(seed_history(client.services))
+        while not await db.fetchval(  # not the blocker's: its transaction sees one snapshot
+            "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
+            " and query like 'insert into deployment_deploys%'"
+        ):
+            assert not task.done(), task
+            await asyncio.sleep(0.02)
+        task.cancel()
+        # The bound only catches a writer that never ends; the lock is still held.
+        done, _ = await asyncio.wait([task], timeout=60)
+        assert done and task.cancelled()
+        await transaction.rollback()
+    finally:
+        await blocker.close()
+    assert await db.fetchval("select count(*) from deployment_deploys") == 0
+    assert await db.fetchval("select count(*) from deployment_releases") == 0
+    await seed_history(client.services)
+    assert await db.fetchval("select count(*) from deployment_deploys") > 2000

@@ -15,10 +15,12 @@ observability plugin alone, the catalog one component in a scratch database, and
 answers (``ATRIUM_BENCH_REDIS_URL``, else 127.0.0.1:6379), under a key prefix of its own deleted
 afterwards: the metrics cache is then this process's memory, then Redis, as in production. The
 panel is asked as a POST of the query's text (no persisted query: the whole-response cache never
-answers it). Before each uncached request the server drops the metrics cache, both levels,
-through a route this module wraps around the app (``/bench/forget``, outside the timed request);
-the cached request follows it in the same step-aligned window, so it finds the answers the
-uncached one kept.
+answers it, and the generic executor runs it), and, from the warm metrics cache, also as the
+console asks it: a persisted POST, run on its compiled plan (the response cache is off, so the
+plan runs every time; the server's count of plan runs checks that it did). Before each uncached
+request the server drops the metrics cache, both levels, through a route this module wraps
+around the app (``/bench/forget``, outside the timed request); the cached requests follow it in
+the same step-aligned window, so they find the answers the uncached one kept.
 
 Prometheus's own figure is the five ``/api/v1/query_range`` GETs the panel makes (the queries
 from ``Observability.queries``, the window from ``metrics.window`` at that moment), from the
@@ -65,6 +67,7 @@ from graph.settings import Settings
 from plugins.observability import ObservabilityPlugin
 from plugins.observability.metrics import COMPONENT_SERIES, Observability, window
 from plugins.observability.settings import ObservabilitySettings
+from sources.persisted import document_hash
 
 __all__ = ["run_observability"]
 
@@ -94,6 +97,7 @@ LABELS: Final = {
     "prometheus_concurrent": "Prometheus: the 5 range queries at once",
     "uncached": "Atrium: metrics panel, uncached",
     "cached": "Atrium: metrics panel, metrics cache warm",
+    "compiled": "Atrium: the same, persisted (its compiled plan)",
 }
 
 
@@ -222,7 +226,8 @@ async def _prometheus(root: Path, history: str) -> AsyncIterator[RunningPromethe
 def _bench_routes(app: Any) -> Any:
     """The app, and two routes for the benchmark in front of it: ``/bench/forget`` drops the
     metrics cache (this process's and Redis's) and ``/bench/calls`` says how many queries the
-    plugin sent Prometheus; each answers the count."""
+    plugin sent Prometheus; each answers that count and how many requests compiled plans
+    answered."""
 
     async def wrapped(scope: Any, receive: Any, send: Any) -> None:
         path = scope.get("path") if scope["type"] == "http" else None
@@ -239,7 +244,9 @@ def _bench_routes(app: Any) -> Any:
                 keys = [key async for key in redis.scan_iter(match=cache.prefix + "*")]
                 if keys:
                     await redis.delete(*keys)
-        await JSONResponse({"calls": observability.calls})(scope, receive, send)
+        plans = services.assembly.plans
+        counts = {"calls": observability.calls, "plans": plans.runs if plans is not None else 0}
+        await JSONResponse(counts)(scope, receive, send)
 
     return wrapped
 
@@ -350,9 +357,12 @@ async def _measure(
     graphql = f"http://127.0.0.1:{server.port}/graphql"
     bench = f"http://127.0.0.1:{server.port}"
     payload = orjson.dumps({"query": PANEL})
+    # The console's way: the document registered once by its hash, then asked by the hash.
+    persisted = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(PANEL)}}
+    by_hash = orjson.dumps({"extensions": persisted})
     headers = {"content-type": "application/json"}
     query_range = f"{prometheus.url}/api/v1/query_range"
-    warm_calls = warm_logged = 0
+    warm_calls = warm_logged = planned = 0
     # Keep-alive clients, as the plugin's own: one for Prometheus, one for Atrium.
     async with httpx.AsyncClient(timeout=30) as prom, httpx.AsyncClient(timeout=30) as atrium:
 
@@ -374,22 +384,29 @@ async def _measure(
             at = params()
             await asyncio.gather(*(ask(query, at) for query in panel.queries))
 
-        async def post() -> None:
-            response = await atrium.post(graphql, content=payload, headers=headers)
+        async def post(content: bytes = payload) -> None:
+            response = await atrium.post(graphql, content=content, headers=headers)
             if response.status_code != 200 or b'"errors"' in response.content:
                 raise server.failure(f"HTTP {response.status_code}: {response.content[:600]!r}")
 
-        async def calls(path: str) -> int:
-            count: int = (await atrium.post(bench + path)).json()["calls"]
-            return count
+        async def post_persisted() -> None:
+            await post(by_hash)
 
-        async def atrium_pair(mine: dict[str, list[float]]) -> None:
-            nonlocal warm_calls, warm_logged
-            await calls(FORGET)
+        async def counts(path: str) -> dict[str, int]:
+            answer: dict[str, int] = (await atrium.post(bench + path)).json()
+            return answer
+
+        async def atrium_pair(mine: dict[str, list[float]], round_: int) -> None:
+            nonlocal warm_calls, warm_logged, planned
+            await counts(FORGET)
             await _timed(mine["uncached"], post)
-            before, logged = await calls(CALLS), prometheus.queries()
-            await _timed(mine["cached"], post)
-            warm_calls += await calls(CALLS) - before
+            before, logged = await counts(CALLS), prometheus.queries()
+            warm = [("cached", post), ("compiled", post_persisted)]
+            for name, call in warm[:: 1 if round_ % 2 else -1]:
+                await _timed(mine[name], call)
+            after = await counts(CALLS)
+            warm_calls += after["calls"] - before["calls"]
+            planned += after["plans"] - before["plans"]
             await asyncio.sleep(0.05)  # the query log is written as queries end
             warm_logged += prometheus.queries() - logged
 
@@ -397,8 +414,12 @@ async def _measure(
             await _timed(mine["prometheus"], sequential)
             await _timed(mine["prometheus_concurrent"], concurrent)
 
-        await calls(FORGET)
+        await counts(FORGET)
         _check_panel(server, await atrium.post(graphql, content=payload, headers=headers), panel)
+        register = orjson.dumps({"query": PANEL, "extensions": persisted})
+        _check_panel(server, await atrium.post(graphql, content=register, headers=headers), panel)
+        # Its first run by the hash builds the plan; every one after runs on it.
+        _check_panel(server, await atrium.post(graphql, content=by_hash, headers=headers), panel)
         step = window(SINCE, None, panel.settings, time.time()).step
         for round_ in range(-warmup, rounds):
             # Uncached then cached in one window: wait out a window about to move on.
@@ -406,11 +427,19 @@ async def _measure(
             if left < MARGIN_S:
                 await asyncio.sleep(left + 0.05)
             mine: dict[str, list[float]] = {name: [] for name in LABELS}
-            for part in (atrium_pair, prometheus_pair)[:: 1 if round_ % 2 else -1]:
-                await part(mine)
+            if round_ % 2:
+                await atrium_pair(mine, round_)
+                await prometheus_pair(mine)
+            else:
+                await prometheus_pair(mine)
+                await atrium_pair(mine, round_)
             if round_ >= 0:
                 for name, values in mine.items():
                     samples[name] += values
+    if planned != warmup + rounds:
+        raise server.failure(
+            f"compiled plans answered {planned} of the {warmup + rounds} persisted panels"
+        )
     return samples, warm_calls, warm_logged
 
 
@@ -431,12 +460,15 @@ def _print(
         print(f"  {label:52}{median:10.2f}{p95:9.2f}{median / base:14.2f}x")
     uncached = statistics.median(samples["uncached"])
     cached = statistics.median(samples["cached"])
+    compiled = statistics.median(samples["compiled"])
     print(
         f"  the uncached panel minus Prometheus's own time: {uncached - base:.2f} ms "
         f"(the cached panel takes {cached:.2f} ms)"
     )
     print(
         f"uncached / Prometheus: {uncached / base:.2f}x; cached / Prometheus: {cached / base:.2f}x"
+        f"; cached on the compiled plan / Prometheus: {compiled / base:.2f}x "
+        f"({cached / compiled:.2f}x faster than the generic executor)"
     )
     print(
         f"queries sent to Prometheus by the cached requests: {warm_calls} "
@@ -471,8 +503,9 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                     print(f"observability: scratch database {scratch.name} on the {scratch.server}")
                     print(f"observability: {redis_said}")
                     await _load_catalog(scratch.url)
-                    common = {"database_url": scratch.url, "redis_url": redis_url}
+                    common: dict[str, Any] = {"database_url": scratch.url, "redis_url": redis_url}
                     common |= {"cache_prefix": prefix, "log_level": "INFO"}
+                    common |= {"response_cache": False, "compiled_plans": True}
                     server = await servers.start(
                         "atrium",
                         orjson.dumps(common).decode(),

@@ -54,9 +54,12 @@ class CacheFirstLoader(DataLoader[K, T], Generic[K, T]):
         futures = [self.load(key) for key in keys]
         for future in futures:
             # Anything not yet there (or failed) is gathered as DataLoader gathers it.
-            if not isinstance(future, Future) or not future.done() or future.cancelled():
-                return gather(*futures)
-            if future.exception() is not None:
+            if (
+                not isinstance(future, Future)
+                or not future.done()
+                or future.cancelled()
+                or future.exception() is not None
+            ):
                 return gather(*futures)
         done: Future[list[T]] = self.loop.create_future()
         done.set_result([future.result() for future in futures])  # type: ignore[attr-defined]

@@ -88,8 +88,7 @@ def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str],
         if cache is not None:
             refs = list(dict.fromkeys(ref for ref, _ in keys))
             by_ref = dict(zip(refs, await cache.load_many(refs, source), strict=True))
-            # Copies: the cached lists are shared by every request.
-            return [list((by_ref[ref] or {}).get(relation, ())) for ref, relation in keys]
+            return [_targets(by_ref[ref], relation) for ref, relation in keys]
         found = await relations_of(services.db, keys)
         return [found.get(key, []) for key in keys]
 
@@ -102,9 +101,15 @@ def related_refs_loader(services: LoaderServices) -> DataLoader[tuple[str, str],
         if by_ref is MISSING:
             return MISSING
         services.tags.add(ref)
-        return list((by_ref or {}).get(relation, ()))
+        return _targets(by_ref, relation)
 
     return CacheFirstLoader(load, peek)
+
+
+def _targets(by_ref: dict[str, list[str]] | None, relation: str) -> list[str]:
+    """A copy of one relation's targets from a cached entry: the entry is shared by every
+    request."""
+    return list((by_ref or {}).get(relation, ()))
 
 
 RELATION_CACHE = "relations.1"

@@ -5,10 +5,12 @@ time the kubelet took it; the lines of all pods are merged on that time. Everyth
 the lines asked for, the bytes answered, the length of a line, the pods read at once, and what a
 slow subscriber may leave waiting.
 
-Following a workload listens to every pod first (with no backlog), then reads the tail of each
-and sends it merged, then the lines that arrived meanwhile and after, skipping any the tail
-already held: nothing falls between the tail and the live lines, nothing is sent twice. Pods
-that start later (a rollout, a scale-up) are followed as they appear.
+Following a workload starts following every pod, each from a backlog of its last lines, then
+reads the tail of each and sends it merged, then the followed lines, skipping those the tail
+held or left out as too old. A follow's connection may be made after lines were written
+(its task runs when it runs): its backlog still holds them, so nothing falls between the tail
+and the live lines, and nothing is sent twice. Pods that start later (a rollout, a scale-up)
+are followed as they appear, from their first line.
 """
 
 from __future__ import annotations
@@ -33,6 +35,9 @@ MAX_LINE: Final = 16_384  # characters of one line; longer ones are cut
 FILTERED_READ: Final = 10_000  # lines read per pod when a filter may leave few of them
 CONCURRENT_PODS: Final = 8
 FOLLOW_BUFFER: Final = 10_000  # lines a slow subscriber may leave waiting before some drop
+# Lines of backlog a follow of a pod already running starts from: what it may have written
+# between the tail's read and the follow's connection.
+FOLLOW_OVERLAP: Final = 100
 POD_RESCAN: Final = 5.0  # seconds between looks for new pods while following
 
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d) ")
@@ -176,18 +181,19 @@ async def follow_workload(
 
     try:
         pods = await list_pods()
-        # Their tail is read below: from now on.
-        start(pods, 0)
-        # The tail, read once everyone listens; live lines up to its newest are not sent again.
+        start(pods, FOLLOW_OVERLAP)
         first = await read_workload(
             compute, key, pods, tail=tail, since_seconds=None, needle=needle
         )
         if first.errors and len(first.errors) == len(pods):
             raise ComputeError(next(iter(first.errors.values())))
+        # The tail is the newest lines of all pods: a pod's lines up to its newest there were
+        # sent or left out, and a pod with none there had none newer than the tail's oldest.
         sent: dict[str, float] = {}
         for line in first.lines:
             sent[line.pod] = line.at
             yield line
+        floor = first.lines[0].at if first.lines else float("-inf")
         rescan = asyncio.get_running_loop().time() + POD_RESCAN
         while True:
             wait = rescan - asyncio.get_running_loop().time()
@@ -205,7 +211,7 @@ async def follow_workload(
                     line.at, "", f"{dropped} lines dropped: read more slowly than written"
                 )
                 dropped = 0
-            if line.at <= sent.get(line.pod, 0.0):
+            if line.at <= sent.get(line.pod, floor):
                 continue
             yield line
     finally:

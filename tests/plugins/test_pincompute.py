@@ -13,7 +13,7 @@ import pytest
 import yaml
 
 from plugins.pincompute import PinComputePlugin
-from plugins.pincompute.logs import FOLLOW_BUFFER
+from plugins.pincompute.logs import FOLLOW_BUFFER, FOLLOW_OVERLAP
 from plugins.pincompute.settings import ComputeSettings, Quota
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
@@ -691,8 +691,47 @@ async def test_following_a_workload_sends_its_merged_tail_then_every_pods_lines(
         for r in env.east.requests
         if r.path.endswith("/log") and "follow" in r.query
     }
-    # The first pods' tails came with the merged tail: they are followed from now on.
-    assert follows == {"checkout-a": "0", "checkout-b": "0", "checkout-c": str(FOLLOW_BUFFER)}
+    # The first pods are followed from a backlog (what the merged tail held is not sent again),
+    # the later one from its first line.
+    overlap, buffer = str(FOLLOW_OVERLAP), str(FOLLOW_BUFFER)
+    assert follows == {"checkout-a": overlap, "checkout-b": overlap, "checkout-c": buffer}
+
+
+async def test_a_follow_that_connects_late_loses_no_line_and_repeats_none(
+    env: Env, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Lines written after the merged tail was read but before a pod's follow connected (a
+    loaded machine, a slow API server) still arrive, once."""
+    compute = type(env.client.services.extras["pincompute"])
+    connect = compute.follow_log
+    written = asyncio.Event()
+
+    async def late(self: Any, *args: Any, **kwargs: Any) -> AsyncIterator[str]:
+        await written.wait()
+        async for chunk in connect(self, *args, **kwargs):
+            yield chunk
+
+    monkeypatch.setattr(compute, "follow_log", late)
+    await env.east.put("pods", "shop", pod("checkout-a", "checkout"))
+    a = env.east.pod_log("shop", "checkout-a")
+    a.write("a1\n")
+    query = """subscription { pinAppLogTail(cluster: "east", namespace: "shop", name: "checkout",
+      tailLines: 5) { pod text } }"""
+    async with websocket(env) as ws:
+        await ws.send_json({"id": "1", "type": "subscribe", "payload": {"query": query}})
+
+        async def line() -> str:
+            message = await ws.receive_json(timeout=5)
+            assert message["type"] == "next", message
+            return str(message["payload"]["data"]["pinAppLogTail"]["text"])
+
+        assert await line() == "a1"
+        a.write("a2\n")  # the follow has not connected yet
+        a.write("a3\n")
+        written.set()
+        assert [await line(), await line()] == ["a2", "a3"]
+        a.write("a4\n")
+        assert await line() == "a4"
 
 
 async def test_paging_walks_every_workload_once(env: Env) -> None:

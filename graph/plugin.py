@@ -52,7 +52,7 @@ from strawberry.scalars import JSON
 
 from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
-from graph.catalog.types import Entity
+from graph.catalog.types import Entity, User
 from graph.context import Context, Info
 from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import Settings
@@ -94,6 +94,7 @@ __all__ = [
     "ServiceMissing",
     "Settings",
     "Target",
+    "User",
     "UserError",
     "Viewer",
     "announce_changes",

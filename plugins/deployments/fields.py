@@ -1,5 +1,5 @@
-"""The deployments plugin's fields: on Component and Group, the root queries, the mutations and
-the subscription."""
+"""The deployments plugin's fields: on Component and Group, the root queries and the
+subscription (the mutations are ``plugins.deployments.mutations``)."""
 
 from __future__ import annotations
 
@@ -11,10 +11,8 @@ from strawberry import relay
 
 from graph.plugin import (
     EVERYTHING,
-    Authorize,
     CacheControl,
     CacheScope,
-    EntityOwner,
     Info,
     UserError,
     entities_owned_by,
@@ -26,7 +24,7 @@ from graph.plugin import (
     viewer_may_change,
 )
 from plugins.deployments.model import DeployState
-from plugins.deployments.pipelines import PipelineError, parse_stages
+from plugins.deployments.promote import blocker
 from plugins.deployments.queries import (
     DeployFilter,
     deploys_count,
@@ -41,7 +39,6 @@ from plugins.deployments.store import (
     CHANGE_PREFIX,
     DEPLOY_COLUMNS,
     DeployRow,
-    changed_keys,
 )
 from plugins.deployments.types import (
     Deploy,
@@ -58,10 +55,12 @@ from plugins.deployments.types import (
 
 __all__ = [
     "ComponentDeployments",
-    "DeploymentMutation",
     "DeploymentQuery",
     "DeploymentSubscription",
     "GroupDeployments",
+    "component_ref",
+    "deployments_of",
+    "pipeline_of",
 ]
 
 MAX_DAYS: Final = 366
@@ -75,7 +74,7 @@ def deployments_of(info: Info) -> Deployments:
     return found
 
 
-async def _component(info: Info, ref: str) -> str:
+async def component_ref(info: Info, ref: str) -> str:
     """The ref of the component named, normalised (``component:x`` is
     ``component:default/x``); NOT_FOUND unless it is a component of the catalog."""
     found = await entity(info, ref)
@@ -144,7 +143,7 @@ def _dora(figures: Any) -> Dora:
     )
 
 
-async def _pipeline(info: Info, ref: str) -> Pipeline:
+async def pipeline_of(info: Info, ref: str) -> Pipeline:
     _shows(info, ref)
     deployments = deployments_of(info)
     pipeline = await deployments.pipeline_or_seen(info.context, ref)
@@ -153,6 +152,8 @@ async def _pipeline(info: Info, ref: str) -> Pipeline:
         stages=[
             PipelineStage(
                 stage=stage,
+                component_ref=ref,
+                not_deployable_reason=blocker(deployments, info.context, ref, pipeline, stage),
                 current=Deploy(row=state.current) if state.current else None,
                 latest=Deploy(row=state.latest) if state.latest else None,
                 waiting=[Release(row=r) for r in state.waiting],
@@ -172,7 +173,7 @@ class ComponentDeployments:
         "be promoted."
     )
     async def pipeline(self, info: Info) -> Pipeline:
-        return await _pipeline(info, self.ref)  # type: ignore[attr-defined]
+        return await pipeline_of(info, self.ref)  # type: ignore[attr-defined]
 
     @strawberry.field(description="Its deploys, newest first.")
     async def deployments(
@@ -285,7 +286,7 @@ class DeploymentQuery:
         if wanted.owner is not None:
             components = await entities_owned_by(info.context, wanted.owner.strip().lower())
         if wanted.component is not None:
-            ref = await _component(info, wanted.component)
+            ref = await component_ref(info, wanted.component)
             components = [ref] if components is None or ref in components else []
         # Wide lists change with any deploy: a short life in the cache, and no tag to rely on.
         info.context.cache_hint(max_age=0)
@@ -299,80 +300,6 @@ class DeploymentQuery:
         return await _deploys(info, where, first, after)
 
 
-@strawberry.input
-class StageInput:
-    name: str
-    production: bool = False
-    pin_app_cluster: str | None = None
-    pin_app_namespace: str | None = None
-    pin_app_name: str | None = None
-
-
-@strawberry.type
-class DeploymentMutation:
-    @strawberry.mutation(
-        description="Deploy a release of a component to a stage: its PinApp is rolled to the "
-        "release's artifact (through PinCompute), or the CD system is asked. For owners and "
-        "admins; audited.",
-        extensions=[Authorize(EntityOwner("component"), "deployments.promote")],
-    )
-    async def promote_release(self, info: Info, component: str, release: str, stage: str) -> Deploy:
-        deployments = deployments_of(info)
-        ref = await _component(info, component)
-        return Deploy(row=await deployments.deploy(info.context, ref, release, stage))
-
-    @strawberry.mutation(
-        description="Deploy an earlier release to a stage: the one named, else the last good "
-        "one before what runs there now. The deploy it replaces becomes ROLLED_BACK once it "
-        "succeeds. For owners and admins; audited.",
-        extensions=[Authorize(EntityOwner("component"), "deployments.rollback")],
-    )
-    async def rollback_stage(
-        self, info: Info, component: str, stage: str, to_release: str | None = None
-    ) -> Deploy:
-        deployments = deployments_of(info)
-        ref = await _component(info, component)
-        version = await deployments.rollback_target(info.context, ref, stage, to_release)
-        row = await deployments.deploy(info.context, ref, version, stage, rollback=True)
-        return Deploy(row=row)
-
-    @strawberry.mutation(
-        description="Set a component's pipeline (refused when its catalog-info.yaml declares "
-        "one: change it there). For owners and admins; audited.",
-        extensions=[Authorize(EntityOwner("component"), "deployments.setPipeline")],
-    )
-    async def set_pipeline(self, info: Info, component: str, stages: list[StageInput]) -> Pipeline:
-        deployments = deployments_of(info)
-        ref = await _component(info, component)
-        existing = await deployments.pipeline(info.context, ref)
-        if existing is not None and existing.declared_in == "catalog":
-            raise UserError(
-                f"{ref} declares its pipeline in its catalog-info.yaml: change it there",
-                "FAILED_PRECONDITION",
-            )
-        raw: list[dict[str, Any]] = []
-        for stage in stages:
-            item: dict[str, Any] = {"name": stage.name, "production": stage.production}
-            bound = (stage.pin_app_cluster, stage.pin_app_namespace, stage.pin_app_name)
-            if any(bound):
-                item["pinApp"] = dict(zip(("cluster", "namespace", "name"), bound, strict=True))
-            raw.append(item)
-        try:
-            parsed = parse_stages(raw)
-        except PipelineError as exc:
-            raise UserError(str(exc)) from None
-        await info.context.db.execute(
-            "insert into deployment_pipelines (component_ref, stages, updated_by)"
-            " values ($1, $2::jsonb, $3) on conflict (component_ref) do update"
-            " set stages = excluded.stages, updated_by = excluded.updated_by, updated_at = now()",
-            ref,
-            [s.to_json() for s in parsed],
-            info.context.viewer.actor,
-        )
-        await info.context.invalidate(changed_keys([ref]))
-        return await _pipeline(info, ref)
-
-
 @strawberry.type
 class DeploymentSubscription:
     @strawberry.subscription(
@@ -380,7 +307,7 @@ class DeploymentSubscription:
         "wherever the change was made."
     )
     async def component_deploys(self, info: Info, component: str) -> AsyncGenerator[Deploy, None]:
-        ref = await _component(info, component)
+        ref = await component_ref(info, component)
         db = info.context.db
         key = f"{CHANGE_PREFIX}{ref}"
         changes = follow_changes(info.context, key)  # listening from here on

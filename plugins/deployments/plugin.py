@@ -10,12 +10,12 @@ from typing import Any
 from graph.plugin import PluginBuilder
 from plugins.deployments.fields import (
     ComponentDeployments,
-    DeploymentMutation,
     DeploymentQuery,
     DeploymentSubscription,
     GroupDeployments,
 )
 from plugins.deployments.hooks import atrium_hook, github_hook
+from plugins.deployments.mutations import DeploymentMutation
 from plugins.deployments.service import PLUGIN_ID, Deployments, running
 from plugins.deployments.settings import DeploymentSettings
 

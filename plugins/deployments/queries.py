@@ -16,7 +16,15 @@ from plugins.deployments.store import (
     encode_cursor,
 )
 
-__all__ = ["DeployFilter", "DoraFigures", "StageState", "deploys_page", "dora", "pipeline_state"]
+__all__ = [
+    "DeployFilter",
+    "DoraFigures",
+    "StageState",
+    "deploys_page",
+    "dora",
+    "pipeline_state",
+    "rollback_release",
+]
 
 MAX_WAITING: Final = 10
 
@@ -181,6 +189,28 @@ async def pipeline_state(db: Any, ref: str, pipeline: Pipeline) -> list[StageSta
             ]
         found.append(StageState(current_row, latest_row, waiting))
     return found
+
+
+# What a rollback without a named release deploys: among the stage's newest successful deploys
+# (what runs now first), the newest whose release is not the one running now.
+_ROLLBACK: Final = f"""
+with good as (
+    select d.release_id, row_number() over (
+        order by d.finished_at desc nulls last, d.id desc) as n
+    from deployment_deploys d
+    where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
+    order by d.finished_at desc nulls last, d.id desc limit 50
+)
+select {RELEASE_COLUMNS} from good g join deployment_releases r on r.id = g.release_id
+where g.release_id <> (select release_id from good where n = 1)
+order by g.n limit 1
+"""
+
+
+async def rollback_release(db: Any, ref: str, stage: str) -> ReleaseRow | None:
+    """The stage's last good release before what runs there now; None when there is none."""
+    row = await db.fetchrow(_ROLLBACK, ref, stage)
+    return ReleaseRow.of(row) if row is not None else None
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,4 +1,5 @@
-"""What the deployments plugin does: ingest events, promote and roll back, follow rollouts.
+"""What the deployments plugin does: ingest events, read pipelines, follow rollouts (promoting
+and rolling back are ``plugins.deployments.promote``).
 
 ``Deployments`` is the plugin's lifespan state (``context.extras["deployments"]``). Writes run
 in one transaction each and announce ``deploys:<component ref>`` once committed.
@@ -11,10 +12,9 @@ import contextlib
 import hashlib
 import hmac
 import logging
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime
 from typing import Any, Final
 
 import httpx
@@ -248,7 +248,7 @@ class Deployments:
         async for _ in follow_changes(self.services, "component:"):
             self.catalog_changed = True
 
-    # Promoting and rolling back.
+    # Releases.
 
     async def release(self, context: Context, ref: str, version: str) -> dict[str, Any]:
         row = await context.db.fetchrow(
@@ -259,209 +259,6 @@ class Deployments:
         if row is None:
             raise UserError(f"{ref} has no release {version}", "NOT_FOUND")
         return dict(row)
-
-    async def deploy(
-        self,
-        context: Context,
-        ref: str,
-        version: str,
-        stage_name: str,
-        *,
-        rollback: bool = False,
-    ) -> DeployRow:
-        """Deploy a release to a stage: roll its PinApp, or ask the CD system."""
-        pipeline = await self.pipeline(context, ref)
-        if pipeline is None:
-            raise UserError(
-                f"{ref} has no pipeline: declare spec.pipeline in its catalog-info.yaml or "
-                "set one with setPipeline",
-                "FAILED_PRECONDITION",
-            )
-        stage = pipeline.stage(stage_name)
-        if stage is None:
-            names = ", ".join(s.name for s in pipeline.stages)
-            raise UserError(f"{ref} has no stage {stage_name} (its stages: {names})", "NOT_FOUND")
-        release = await self.release(context, ref, version)
-        busy = await context.db.fetchval(
-            "select id from deployment_deploys where component_ref = $1 and stage = $2"
-            " and state in ('pending', 'in_progress') limit 1",
-            ref,
-            stage.name,
-        )
-        if busy is not None:
-            raise UserError(
-                f"stage {stage.name} of {ref} is busy with deploy {busy}: wait for it or let it "
-                "fail first",
-                "CONFLICT",
-            )
-        if stage.pin_app is not None:
-            return await self._roll(context, ref, release, stage, rollback)
-        return await self._ask_cd(context, ref, release, stage, rollback)
-
-    async def _roll(
-        self, context: Context, ref: str, release: dict[str, Any], stage: Stage, rollback: bool
-    ) -> DeployRow:
-        assert stage.pin_app is not None
-        if not release["artifact"]:
-            raise UserError(
-                f"release {release['version']} of {ref} names no artifact (image) to roll out",
-                "FAILED_PRECONDITION",
-            )
-        try:
-            workloads = service(context, "workloads")
-        except ServiceMissing:
-            raise UserError(
-                f"stage {stage.name} deploys to a PinApp, and no plugin provides workloads",
-                "UNAVAILABLE",
-            ) from None
-        cluster, namespace, name = stage.pin_app
-        current = workloads.get(cluster, namespace, name)
-        if current is None:
-            raise UserError(
-                f"stage {stage.name} deploys to PinApp {cluster}/{namespace}/{name}, which no "
-                "cluster reports",
-                "NOT_FOUND",
-            )
-        if current.entity_ref is not None and current.entity_ref != ref:
-            raise UserError(
-                f"PinApp {cluster}/{namespace}/{name} belongs to {current.entity_ref}, not {ref}",
-                "FORBIDDEN",
-            )
-        rollout = await workloads.set_image(
-            context, cluster, namespace, name, release["artifact"], expect_image=current.image
-        )
-        now = datetime.now(UTC)
-        deadline = now + timedelta(seconds=self.settings.deployments_progress_deadline)
-        deploy_id = await self._insert(
-            context,
-            ref,
-            release["id"],
-            stage,
-            "in_progress",
-            source="atrium",
-            rollback=rollback,
-            rollout=rollout,
-            deadline=deadline,
-        )
-        self.follow((cluster, namespace, name), deploy_id)
-        await announce_changes(context, changed_keys([ref]))
-        return await self.one(context.db, deploy_id)
-
-    async def _ask_cd(
-        self, context: Context, ref: str, release: dict[str, Any], stage: Stage, rollback: bool
-    ) -> DeployRow:
-        url = self.settings.deployments_cd_url
-        secret = self.settings.deployments_cd_secret
-        if not url or secret is None:
-            raise UserError(
-                f"stage {stage.name} is bound to no PinApp and no CD system is configured "
-                "(ATRIUM_DEPLOYMENTS_CD_URL and ATRIUM_DEPLOYMENTS_CD_SECRET)",
-                "UNAVAILABLE",
-            )
-        external = f"atrium-{uuid.uuid4().hex[:16]}"
-        deploy_id = await self._insert(
-            context,
-            ref,
-            release["id"],
-            stage,
-            "pending",
-            source="webhook",
-            rollback=rollback,
-            external_id=external,
-        )
-        body = orjson.dumps(
-            {
-                "deploy": {"id": external, "rollback": rollback, "actor": context.viewer.actor},
-                "component": ref,
-                "stage": stage.name,
-                "release": {
-                    "version": release["version"],
-                    "commitSha": release["commit_sha"],
-                    "artifact": release["artifact"],
-                },
-            }
-        )
-        headers = {
-            "Content-Type": "application/json",
-            "X-Atrium-Delivery": external,
-            "X-Atrium-Event": "deploy",
-            "X-Atrium-Signature-256": sign(secret.get_secret_value(), body),
-        }
-        try:
-            answer = await self.http.post(
-                url, content=body, headers=headers, timeout=self.settings.deployments_cd_timeout
-            )
-            answer.raise_for_status()
-        except httpx.HTTPError as exc:
-            why = f"the CD system did not take the deploy: {exc}"[:1000]
-            await context.db.execute(
-                "update deployment_deploys set state = 'failed', finished_at = now(),"
-                " message = $2, updated_at = now() where id = $1",
-                deploy_id,
-                why,
-            )
-            await announce_changes(context, changed_keys([ref]))
-            raise UserError(why, "UNAVAILABLE") from exc
-        await announce_changes(context, changed_keys([ref]))
-        return await self.one(context.db, deploy_id)
-
-    async def _insert(
-        self,
-        context: Context,
-        ref: str,
-        release_id: int,
-        stage: Stage,
-        state: str,
-        *,
-        source: str,
-        rollback: bool,
-        rollout: dict[str, Any] | None = None,
-        deadline: datetime | None = None,
-        external_id: str | None = None,
-    ) -> int:
-        return int(
-            await context.db.fetchval(
-                "insert into deployment_deploys (component_ref, stage, production, release_id,"
-                " state, actor, started_at, source, external_id, is_rollback, rollout, deadline)"
-                " values ($1, $2, $3, $4, $5, $6, now(), $7, $8, $9, $10::jsonb, $11)"
-                " returning id",
-                ref,
-                stage.name,
-                stage.production,
-                release_id,
-                state,
-                context.viewer.actor,
-                source,
-                external_id or f"atrium-{uuid.uuid4().hex[:16]}",
-                rollback,
-                rollout,
-                deadline,
-            )
-        )
-
-    async def rollback_target(
-        self, context: Context, ref: str, stage: str, to_release: str | None
-    ) -> str:
-        """The version a rollback deploys: the one asked for, else the stage's last good
-        release before its current one."""
-        if to_release is not None:
-            return to_release
-        rows = await context.db.fetch(
-            "select r.version from deployment_deploys d join deployment_releases r"
-            " on r.id = d.release_id where d.component_ref = $1 and d.stage = $2"
-            " and d.state = 'succeeded' order by d.finished_at desc nulls last, d.id desc"
-            " limit 50",
-            ref,
-            stage,
-        )
-        versions: list[str] = [r["version"] for r in rows]
-        for version in versions[1:]:
-            if version != versions[0]:
-                return version
-        raise UserError(
-            f"stage {stage} of {ref} has no earlier good release to roll back to",
-            "FAILED_PRECONDITION",
-        )
 
     # Following rollouts.
 

@@ -2,14 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import Enum
+from typing import Final
 
 from strawberry import relay
 
-from graph.plugin import CacheControl, strawberry
+from graph.plugin import CacheControl, Info, User, entity, strawberry
 from plugins.deployments.model import DeployState
 from plugins.deployments.pipelines import Stage
+from plugins.deployments.queries import rollback_release
 from plugins.deployments.store import DeployRow, ReleaseRow
 
 __all__ = [
@@ -30,6 +33,33 @@ __all__ = [
 # (tagged ``deploys:<component>``); resolvers tighten this to the configured seconds.
 DEPLOYS_CACHE = CacheControl(max_age=60)
 INHERIT = CacheControl(inherit_max_age=True)
+
+# A catalog name (Backstage's rule), and a token's actor: ``token:<name> (<ref it acts as>)``.
+_NAME: Final = re.compile(r"^[A-Za-z0-9][-A-Za-z0-9_.]{0,61}[A-Za-z0-9]$|^[A-Za-z0-9]$")
+_TOKEN_FOR: Final = re.compile(r"^token:.* \((user:[^()\s]+)\)$")
+
+
+def actor_user_ref(actor: str | None) -> str | None:
+    """The user ref an actor may name: ``user:default/amelia.chen`` (or ``user:amelia.chen``),
+    a token acting for a user, or a plain ``amelia.chen`` (a CD system's or GitHub's login,
+    which names a user only when the catalog has one by that name). None for anything else:
+    another kind of ref, ``anonymous``, text that cannot be a name."""
+    if not actor:
+        return None
+    text = actor.strip()
+    token = _TOKEN_FOR.match(text)
+    if token is not None:
+        text = token[1]
+    kind, colon, rest = text.partition(":")
+    if not colon:
+        return f"user:default/{text.lower()}" if _NAME.match(text) else None
+    if kind.lower() != "user":
+        return None
+    namespace, slash, name = rest.rpartition("/")
+    if not _NAME.match(name) or (slash and not _NAME.match(namespace)):
+        return None
+    return f"user:{(namespace or 'default').lower()}/{name.lower()}"
+
 
 DeployStateEnum = strawberry.enum(
     DeployState, name="DeployState", description="Where a deploy stands; it only moves forward."
@@ -111,6 +141,19 @@ class Deploy:
     def actor(self) -> str | None:
         return self.row.actor
 
+    @strawberry.field(
+        description="The catalog user the actor names (`user:default/amelia.chen`, a token "
+        "acting for one, or a plain `amelia.chen` that is a user's name), to show a person by "
+        "name; null for a bot, a CD system or a name the catalog does not know."
+    )
+    async def actor_user(self, info: Info) -> User | None:
+        ref = actor_user_ref(self.row.actor)
+        if ref is None:
+            return None
+        # The catalog's entity loader: the actors of a page of deploys are one batch.
+        found = await entity(info, ref)
+        return found if isinstance(found, User) else None
+
     @strawberry.field
     def started_at(self) -> datetime:
         return self.row.started_at
@@ -176,6 +219,7 @@ class StageWorkload:
 @strawberry.type(directives=[DEPLOYS_CACHE])
 class PipelineStage:
     stage: strawberry.Private[Stage]
+    component_ref: strawberry.Private[str]
     current: Deploy | None = strawberry.field(
         description="The newest deploy that succeeded here: what the stage runs."
     )
@@ -192,6 +236,28 @@ class PipelineStage:
     @strawberry.field(description="Counted by DORA figures.")
     def production(self) -> bool:
         return self.stage.production
+
+    not_deployable_reason: str | None = strawberry.field(
+        description='Why Atrium cannot deploy to this stage, for a person to read ("not bound '
+        'to a workload and no CD system is configured"); null when it can. promoteRelease and '
+        "rollbackStage refuse such a stage with this reason (FAILED_PRECONDITION)."
+    )
+
+    @strawberry.field(
+        description="Whether Atrium can deploy to this stage at all: bound to a PinApp that "
+        "PinCompute reports, or handed to a configured CD system. Whether the viewer may is "
+        "Component.viewerCanDeploy; a deploy in flight (latest) makes the stage busy for a while."
+    )
+    def deployable(self) -> bool:
+        return self.not_deployable_reason is None
+
+    @strawberry.field(
+        description="The release rollbackStage without toRelease would deploy now: the stage's "
+        "last good release before what runs there now; null when there is none."
+    )
+    async def rollback_to(self, info: Info) -> Release | None:
+        found = await rollback_release(info.context.db, self.component_ref, self.stage.name)
+        return Release(row=found) if found is not None else None
 
     @strawberry.field
     def workload(self) -> StageWorkload | None:

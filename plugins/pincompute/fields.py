@@ -10,17 +10,15 @@ from typing import Any, TypeVar
 
 from graph.plugin import Info, UserError, entities_owned_by, strawberry
 from plugins.pincompute.compute import Compute, ComputeError, pod_of
-from plugins.pincompute.logs import follow_workload, needle_of, pod_names
-from plugins.pincompute.store import Key, ObjectStore, StoredObject, normalise_ref
-from plugins.pincompute.types import (
+from plugins.pincompute.details import (
     ClusterError,
     ClusterStatus,
-    PinApp,
-    PinScaler,
     WorkloadLogLine,
     check_log_bounds,
-    compute_of,
 )
+from plugins.pincompute.logs import follow_workload, needle_of, pod_names
+from plugins.pincompute.store import Key, ObjectStore, StoredObject, normalise_ref
+from plugins.pincompute.types import PinApp, PinScaler, compute_of
 
 __all__ = ["ComponentWorkloads", "ComputeQuery", "ComputeSubscription"]
 MAX_PAGE = 100

@@ -5,9 +5,10 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from graph.plugin import Authorize, Info, UserError, entities_owned_by, entity_owner, strawberry
+from graph.plugin import Authorize, Info, UserError, strawberry
 from plugins.pincompute.authz import ManifestOwner, WorkloadOwner
 from plugins.pincompute.compute import PINAPP, PINSCALER, Compute, ComputeError
+from plugins.pincompute.scaling import owned_refs, plan_scale, quota_of, room
 from plugins.pincompute.store import Key, StoredObject
 from plugins.pincompute.types import PinApp, PinScaler, compute_of
 from plugins.pincompute.validation import (
@@ -37,14 +38,11 @@ async def _within_quota(
     changed: dict[tuple[str, Key], dict[str, Any] | None],
 ) -> None:
     """Refuse a change that would take the owning team past its quota."""
-    annotations = (stored_or_body.get("metadata") or {}).get("annotations") or {}
-    entity_ref = annotations.get("atrium.dev/entity-ref")
-    owner = await entity_owner(info.context, entity_ref) if isinstance(entity_ref, str) else None
-    if owner is None:
+    found = await quota_of(info.context, compute, stored_or_body)
+    if found is None:
         return
-    settings = compute.settings
-    quota = settings.compute_quotas.get(owner, settings.compute_default_quota)
-    refs = await entities_owned_by(info.context, owner, transitive=False)
+    owner, quota = found
+    refs = await owned_refs(info.context, owner)
     try:
         check_quota(owner, quota, usage(compute, refs, changed))
     except ManifestError as exc:
@@ -74,7 +72,11 @@ def _merged(body: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
 @strawberry.type
 class ComputeMutation:
     @strawberry.mutation(
-        description="Scale a PinApp: its PinScaler's bounds when it has one, else its replicas.",
+        description="Scale a PinApp: its PinScaler's bounds (minReplicas, maxReplicas; either "
+        "or both) when it has one, else its replicas. Refused (BAD_USER_INPUT) with the reason: "
+        "replicas for a PinApp with a PinScaler, bounds for one without, minReplicas above "
+        "maxReplicas, a value outside the CRD's limits, more replicas than the owner's quota "
+        "leaves (PinApp.maxReplicasAllowed).",
         extensions=[Authorize(WorkloadOwner(), "pincompute.scale")],
     )
     async def scale_workload(
@@ -89,26 +91,19 @@ class ComputeMutation:
     ) -> PinApp:
         compute = compute_of(info)
         app = _app(compute, cluster, namespace, name)
-        scaler = compute.scaler_for(app.key)
-        if scaler is not None:
-            spec = scaler.body.get("spec") or {}
-            low = min_replicas if min_replicas is not None else replicas
-            high = max_replicas if max_replicas is not None else replicas
-            patch = {
-                "spec": {
-                    "minReplicas": low if low is not None else spec.get("minReplicas"),
-                    "maxReplicas": high if high is not None else spec.get("maxReplicas"),
-                }
-            }
-            kind, target = PINSCALER.kind, scaler
-        else:
-            if replicas is None:
-                raise UserError("replicas is required: this PinApp has no PinScaler")
-            patch, kind, target = {"spec": {"replicas": replicas}}, PINAPP.kind, app
-        planned = _merged(target.body, patch)
-        _validate(kind, planned)
-        await _within_quota(info, compute, app.body, {(kind, target.key): planned})
-        await _patch(compute, kind, target.key, patch)
+        plan = plan_scale(app, compute.scaler_for(app.key), replicas, min_replicas, max_replicas)
+        left = await room(info.context, compute, app)
+        if left is not None and plan.counted is not None and plan.counted[1] > left.allowed:
+            bound, value = plan.counted
+            raise UserError(
+                f"{bound} {value} is more than PinApp {app.key} may have: at most "
+                f"{left.allowed}, within {left.why}"
+            )
+        planned = _merged(plan.target.body, plan.patch)
+        _validate(plan.kind, planned)
+        # The quota's other measures (CPU, memory) and a concurrent change are checked again.
+        await _within_quota(info, compute, app.body, {(plan.kind, plan.target.key): planned})
+        await _patch(compute, plan.kind, plan.target.key, plan.patch)
         return PinApp.of(_app(compute, cluster, namespace, name))
 
     @strawberry.mutation(

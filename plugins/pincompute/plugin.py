@@ -11,6 +11,7 @@ from graph.plugin import DataLoader, LoaderServices, PluginBuilder
 from plugins.pincompute.compute import Compute, ComputeError, pod_of, running
 from plugins.pincompute.fields import ComponentWorkloads, ComputeQuery, ComputeSubscription
 from plugins.pincompute.mutations import ComputeMutation
+from plugins.pincompute.scaling import owned_loader
 from plugins.pincompute.service import Workloads
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.store import Key
@@ -36,6 +37,8 @@ class PinComputePlugin:
         builder.extend_type("Component", ComponentWorkloads)
         builder.loader("pods", _namespace_loader("pods"))
         builder.loader("events", _namespace_loader("events"))
+        # What an owner owns directly, for quotas (OWNED_LOADER): one statement a batch.
+        builder.loader("owned", owned_loader)
 
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Compute]:

@@ -1,4 +1,5 @@
-"""GraphQL types of PinCompute."""
+"""GraphQL types of PinCompute: PinApp and PinScaler (their parts are
+``plugins.pincompute.details``)."""
 
 from __future__ import annotations
 
@@ -18,35 +19,31 @@ from graph.plugin import (
     viewer_may_change,
 )
 from plugins.pincompute.compute import Compute, ComputeError
-from plugins.pincompute.logs import MAX_LINES, LogLine, needle_of, pod_names, read_workload
+from plugins.pincompute.details import (
+    MAX_EVENTS,
+    Condition,
+    ContainerPort,
+    EnvVar,
+    KubeEvent,
+    MetricTarget,
+    Pod,
+    PodLogError,
+    ScaleDecision,
+    ScaleSchedule,
+    WorkloadLogLine,
+    WorkloadLogs,
+    check_log_bounds,
+    pod_of_item,
+    when,
+)
+from plugins.pincompute.logs import MAX_LINES, needle_of, pod_names, read_workload
 from plugins.pincompute.model import env_of
+from plugins.pincompute.scaling import room
 from plugins.pincompute.store import Key, StoredObject
 
-__all__ = [
-    "ClusterError",
-    "ClusterStatus",
-    "KubeEvent",
-    "PinApp",
-    "PinScaler",
-    "Pod",
-    "WorkloadLogLine",
-    "WorkloadLogs",
-    "check_log_bounds",
-    "compute_of",
-]
+__all__ = ["PLUGIN_ID", "PinApp", "PinScaler", "compute_of"]
 
 PLUGIN_ID = "pincompute"
-MAX_EVENTS = 100
-MAX_FILTER = 200
-
-
-def check_log_bounds(tail_lines: int, since_seconds: int | None, filter: str | None) -> None:
-    if not 0 <= tail_lines <= MAX_LINES:
-        raise UserError(f"tailLines must be between 0 and {MAX_LINES}")
-    if since_seconds is not None and since_seconds < 1:
-        raise UserError("sinceSeconds must be at least 1")
-    if filter is not None and len(filter) > MAX_FILTER:
-        raise UserError(f"filter must be at most {MAX_FILTER} characters")
 
 
 def compute_of(info: Info) -> Compute:
@@ -54,108 +51,6 @@ def compute_of(info: Info) -> Compute:
     if compute is None:
         raise ComputeError("PinCompute is not running")
     return compute
-
-
-@strawberry.type(description="A cluster that could not answer for part of a result.")
-class ClusterError:
-    cluster: str
-    message: str
-
-
-@strawberry.type(description="One cluster, as the informers see it.")
-class ClusterStatus:
-    name: str
-    synced: bool
-    last_event_at: datetime | None
-    last_error: str | None
-    last_error_at: datetime | None
-    healthy: bool
-    pin_apps: int
-    pin_scalers: int
-
-
-@strawberry.type
-class EnvVar:
-    name: str
-    value: str | None = strawberry.field(description="None when secret or referenced.")
-    source: str = strawberry.field(description="value, secret:<name>/<key>, config:..., hidden")
-
-
-@strawberry.type
-class ContainerPort:
-    name: str | None
-    container_port: int
-    protocol: str
-
-
-@strawberry.type
-class Condition:
-    type: str
-    status: str
-    reason: str | None
-    message: str | None
-    last_transition_time: str | None
-
-
-@strawberry.type
-class Pod:
-    name: str
-    phase: str | None
-    ready: bool
-    restarts: int
-    node: str | None
-    started_at: datetime | None
-    containers: list[str]
-
-
-@strawberry.type(name="LogLine", description="One line of a workload's merged log.")
-class WorkloadLogLine:
-    time: datetime = strawberry.field(description="When the kubelet took it.")
-    pod: str = strawberry.field(
-        description="The pod that wrote it; empty for a notice of Atrium's (lines dropped)."
-    )
-    text: str
-
-    @classmethod
-    def of(cls, line: LogLine) -> WorkloadLogLine:
-        return cls(time=line.time, pod=line.pod, text=line.text)
-
-
-@strawberry.type
-class PodLogError:
-    pod: str
-    message: str
-
-
-@strawberry.type(description="The logs of a workload's pods, merged by time.")
-class WorkloadLogs:
-    lines: list[WorkloadLogLine] = strawberry.field(description="Oldest first.")
-    truncated: bool = strawberry.field(
-        description="Older lines were left out to stay within the lines and bytes allowed."
-    )
-    pod_errors: list[PodLogError] = strawberry.field(
-        description="Pods whose log could not be read: the lines of the others are here."
-    )
-
-
-@strawberry.type
-class KubeEvent:
-    type: str | None
-    reason: str | None
-    message: str | None
-    count: int | None
-    last_seen: datetime | None
-
-
-def _when(value: Any) -> datetime | None:
-    if isinstance(value, datetime):
-        return value if value.tzinfo else value.replace(tzinfo=UTC)
-    if isinstance(value, str):
-        try:
-            return datetime.fromisoformat(value.replace("Z", "+00:00"))
-        except ValueError:
-            return None
-    return None
 
 
 @strawberry.type
@@ -214,6 +109,16 @@ class PinApp(_Workload):
     @strawberry.field(description="Replicas asked for in the spec (a PinScaler may decide).")
     def replicas(self) -> int | None:
         return self._spec.get("replicas")
+
+    @strawberry.field(
+        description="The most replicas the owning team's quota leaves for this PinApp besides "
+        "its other workloads (replicas, or its PinScaler's maxReplicas, count against it; so "
+        "do CPU and memory at its requests per replica): scaleWorkload refuses more. Null "
+        "when no quota limits it."
+    )
+    async def max_replicas_allowed(self, info: Info) -> int | None:
+        found = await room(info.context, compute_of(info), self.stored)
+        return found.allowed if found is not None else None
 
     @strawberry.field
     def ports(self) -> list[ContainerPort]:
@@ -279,7 +184,7 @@ class PinApp(_Workload):
     @strawberry.field(description="Its pods, read from the cluster (cached a few seconds).")
     async def pods(self, info: Info) -> list[Pod]:
         items = await info.context.loaders["pincompute.pods"].load(self.stored.key)
-        return [_pod(item) for item in items]
+        return [pod_of_item(item) for item in items]
 
     @strawberry.field(
         description="The logs of all its pods merged by time: the last `tailLines` lines "
@@ -324,49 +229,12 @@ class PinApp(_Workload):
                 reason=e.get("reason"),
                 message=e.get("message"),
                 count=e.get("count"),
-                last_seen=_when(e.get("last_timestamp") or e.get("event_time")),
+                last_seen=when(e.get("last_timestamp") or e.get("event_time")),
             )
             for e in items
         ]
         events.sort(key=lambda e: e.last_seen or datetime.min.replace(tzinfo=UTC), reverse=True)
         return events[:first]
-
-
-def _pod(item: dict[str, Any]) -> Pod:
-    status = item.get("status") or {}
-    statuses = status.get("container_statuses") or []
-    return Pod(
-        name=(item.get("metadata") or {}).get("name", ""),
-        phase=status.get("phase"),
-        ready=bool(statuses) and all(s.get("ready") for s in statuses),
-        restarts=sum(int(s.get("restart_count") or 0) for s in statuses),
-        node=(item.get("spec") or {}).get("node_name"),
-        started_at=_when(status.get("start_time")),
-        containers=[c.get("name", "") for c in (item.get("spec") or {}).get("containers") or []],
-    )
-
-
-@strawberry.type
-class MetricTarget:
-    type: str
-    target_average_utilization: int | None
-    target_average_value: str | None
-
-
-@strawberry.type
-class ScaleSchedule:
-    name: str
-    cron: str
-    timezone: str | None
-    min_replicas: int | None
-    max_replicas: int | None
-
-
-@strawberry.type
-class ScaleDecision:
-    time: str | None
-    replicas: int | None
-    reason: str | None
 
 
 @strawberry.type(description="Replica bounds, metric targets and schedules of one PinApp.")

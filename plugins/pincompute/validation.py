@@ -17,7 +17,15 @@ from plugins.pincompute.model import cpu_millis, memory_bytes, requested
 from plugins.pincompute.settings import Quota
 from plugins.pincompute.store import ENTITY_ANNOTATION, Key
 
-__all__ = ["ManifestError", "Usage", "check_quota", "parse_manifest", "usage", "validate_body"]
+__all__ = [
+    "ManifestError",
+    "Usage",
+    "check_quota",
+    "parse_manifest",
+    "replica_limits",
+    "usage",
+    "validate_body",
+]
 
 CRDS: Final = Path(__file__).parent / "crds"
 _DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
@@ -33,12 +41,25 @@ class ManifestError(Exception):
 
 
 @cache
-def _validator(kind: str) -> jsonschema.protocols.Validator:
+def _schema(kind: str) -> dict[str, Any]:
     plural = PINAPP.plural if kind == PINAPP.kind else PINSCALER.plural
     crd = yaml.safe_load((CRDS / f"{plural[:-1]}.yaml").read_text())
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    schema: dict[str, Any] = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    return schema
+
+
+@cache
+def _validator(kind: str) -> jsonschema.protocols.Validator:
+    schema = _schema(kind)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
     return cls(schema)
+
+
+def replica_limits(kind: str, field: str) -> tuple[int | None, int | None]:
+    """The least and greatest value the CRD allows for ``spec.<field>`` (``replicas``,
+    ``minReplicas``, ``maxReplicas``), as the API server would enforce them."""
+    found = _schema(kind)["properties"]["spec"]["properties"][field]
+    return found.get("minimum"), found.get("maximum")
 
 
 def validate_body(kind: str, body: dict[str, Any]) -> None:

@@ -296,26 +296,6 @@ async def test_viewer_can_manage_says_who_may_change_a_workload(env: Env) -> Non
     assert "public" not in got.headers["cache-control"], got.headers["cache-control"]
 
 
-async def test_scaling_a_scaled_app_moves_its_scaler_bounds_within_quota(env: Env) -> None:
-    ok = await env.client.gql(
-        SCALE, {"c": "east", "n": "checkout", "r": None, "max": 8}, user="alice"
-    )
-    assert "errors" not in ok
-    assert env.east.get("pinscalers", "shop", "checkout")["spec"]["maxReplicas"] == 8
-    over = await env.client.gql(
-        SCALE,
-        {"c": "east", "n": "checkout", "r": None, "max": 40},
-        user="alice",
-        expect_errors=True,
-    )
-    assert over["errors"][0]["extensions"]["code"] == "QUOTA_EXCEEDED"
-    assert (
-        "replicas: 41 would exceed group:default/team-a's quota of 10"
-        in over["errors"][0]["message"]
-    )
-    assert env.east.get("pinscalers", "shop", "checkout")["spec"]["maxReplicas"] == 8
-
-
 async def test_restart_and_set_image(env: Env) -> None:
     restart = (
         'mutation { restartWorkload(cluster: "east", namespace: "shop", name: "checkout") { id } }'

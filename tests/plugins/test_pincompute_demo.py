@@ -16,7 +16,7 @@ from sources.catalog.store import apply_batch
 from tests.conftest import EXAMPLES, AppFactory
 
 APP = '{ pinApp(cluster: "demo (emulated)", namespace: "checkout", name: "checkout") { replicas readyReplicas pods { name } scaler { minReplicas } } }'
-SCALE = 'mutation($r: Int) { scaleWorkload(cluster: "demo (emulated)", namespace: "checkout", name: "checkout", replicas: $r) { id } }'
+SCALE = 'mutation($r: Int) { scaleWorkload(cluster: "demo (emulated)", namespace: "checkout", name: "checkout", minReplicas: $r) { id } }'
 
 
 def test_the_demo_workloads_are_valid_and_belong_to_the_demos_services() -> None:

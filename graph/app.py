@@ -28,7 +28,7 @@ from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
 from sources.migrations import apply_migrations, pending_migrations
-from ssr import Console, console_routes
+from ssr import Console, console_not_found, console_routes
 from ssr.assets import BuildFiles
 
 __all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
@@ -129,6 +129,7 @@ def create_app(
             *console_routes(BuildFiles(settings.console_dir)),
         ],
         lifespan=lifespan,
+        exception_handlers={404: console_not_found},
     )
     app.state.services = services
     return app

@@ -168,9 +168,14 @@ class PagePanel:
     operation: str  # a console operation (web/src/operations/<name>.graphql), given {ref}
     template: Path | None  # Jinja HTML of the panel for the server-rendered page
     kinds: tuple[str, ...] | None  # entity kinds (lowercase) it shows on; None: every kind
+    # The page section it is, (id, title), a tab of the page's in-page navigation; None: it is
+    # a part of another section and has no tab.
+    section: tuple[str, str] | None = None
 
 
-PAGES = ("entity", "team")
+# The workload page's panels are the client's alone (given the PinApp's key, they fetch for
+# themselves); the server knows their sections, to list them in the page's navigation.
+PAGES = ("entity", "team", "workload")
 
 
 @dataclass(slots=True)
@@ -303,15 +308,20 @@ class PluginBuilder:
         *,
         template: Path | None = None,
         kinds: tuple[str, ...] | None = None,
+        section: tuple[str, str] | None = None,
     ) -> None:
-        """A panel on a console page (``entity`` or ``team``; ``kinds`` narrows an entity
-        page to some kinds, e.g. ``("component",)``). The server runs ``operation`` (one of the
-        console's persisted operations, given ``{"ref": <the page's ref>}``) in-process with
-        the page's own and embeds its answer, so the client's panel renders without asking;
-        ``template`` is the panel's server HTML (Jinja, autoescaped; ``data[operation]`` is the
-        answer, the core's ``_macros.html`` may be imported), shown before the client starts
-        and without JavaScript. The client's side is the plugin's folder under
-        ``web/src/plugins/`` (web/README.md)."""
+        """A panel on a console page (``entity``, ``team`` or ``workload``; ``kinds`` narrows
+        an entity page to some kinds, e.g. ``("component",)``); ``section`` (an id and a title,
+        such as ``("deployments", "Deployments")``) makes it a section of the page with a tab of
+        its own in the page's navigation, the template's outermost element being that section.
+        On an entity or team page the server runs ``operation`` (one of the console's persisted
+        operations, given ``{"ref": <the page's ref>}``) in-process with the page's own and
+        embeds its answer, so the client's panel renders without asking; ``template`` is the
+        panel's server HTML (Jinja, autoescaped; ``data[operation]`` is the answer, the core's
+        ``_macros.html`` may be imported, ``ui`` is the console's kit), shown before the client
+        starts and without JavaScript. A workload page's panels are the client's alone (they
+        fetch for themselves); the server lists their sections. The client's side is the
+        plugin's folder under ``web/src/plugins/`` (web/README.md)."""
         if page not in PAGES:
             raise PluginConflict(f"plugin {self.plugin_id}: no console page {page!r} ({PAGES})")
         if template is not None and not template.is_file():
@@ -322,6 +332,7 @@ class PluginBuilder:
             operation,
             template,
             tuple(k.lower() for k in kinds) if kinds is not None else None,
+            section,
         )
         self.contribution.panels.append(found)
 

@@ -1,19 +1,30 @@
-"""Server-side rendering of the console's critical pages, and the console's other routes.
+"""Server-side rendering of the console's pages, and the console's other routes.
 
-``console_routes()`` gives the app its console: the pages (``ssr.pages``), the build's assets
-under ``/assets/`` (``ssr.assets``), and ``load_console`` reads the build at start-up. Layout
-and contract: README, "The console".
+``console_routes()`` gives the app its console: the pages (``ssr.pages``, made by
+``ssr.render``), the build's assets under ``/assets/`` (``ssr.assets``); ``console_not_found``
+answers an address nothing is at with the console's 404 page (plain text for anything but a
+browser's page load). Layout and contract: README, "The console".
 """
 
 from __future__ import annotations
 
+from starlette.exceptions import HTTPException
+from starlette.requests import Request
+from starlette.responses import PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from ssr.assets import BuildFiles
 from ssr.console import Console
-from ssr.pages import catalog_page, entity_page, home_page, team_redirect, workload_page
+from ssr.pages import (
+    catalog_page,
+    entity_page,
+    home_page,
+    missing_page,
+    team_redirect,
+    workload_page,
+)
 
-__all__ = ["Console", "console_routes"]
+__all__ = ["Console", "console_not_found", "console_routes"]
 
 
 def console_routes(build: BuildFiles) -> list[BaseRoute]:
@@ -25,3 +36,14 @@ def console_routes(build: BuildFiles) -> list[BaseRoute]:
         Route("/workloads/{cluster}/{namespace}/{name}", workload_page),
         Mount("/assets", app=build, name="assets"),
     ]
+
+
+async def console_not_found(request: Request, exc: Exception) -> Response:
+    """Nothing at this address: the console's page for a browser, plain text for the rest."""
+    detail = exc.detail if isinstance(exc, HTTPException) else "Not Found"
+    page_load = request.method in ("GET", "HEAD") and "text/html" in request.headers.get(
+        "accept", ""
+    )
+    if page_load and not request.url.path.startswith("/assets/"):
+        return await missing_page(request, 404)
+    return PlainTextResponse(str(detail), 404)

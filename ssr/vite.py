@@ -15,7 +15,7 @@ import orjson
 
 __all__ = ["ENTRY", "PageAssets", "ViteManifest"]
 
-ENTRY = "src/main.tsx"
+ENTRY = "src/boot.ts"
 ASSETS_URL = "/assets/"
 
 

@@ -10,7 +10,7 @@ export default defineConfig({
     manifest: true,
     outDir: "dist",
     assetsDir: "",
-    rollupOptions: { input: "src/main.tsx" },
+    rollupOptions: { input: "src/boot.ts" },
     chunkSizeWarningLimit: 1200,
   },
   server: {

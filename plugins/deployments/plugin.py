@@ -48,8 +48,14 @@ class DeploymentsPlugin:
             "EntityDeployments",
             template=TEMPLATES / "entity_deployments.html",
             kinds=("component",),
+            section=("deployments", "Deployments"),
         )
-        builder.panel("team", "TeamDora", template=TEMPLATES / "team_dora.html")
+        builder.panel(
+            "team",
+            "TeamDora",
+            template=TEMPLATES / "team_dora.html",
+            section=("delivery", "Delivery"),
+        )
         # Stages bound to a PinApp roll it out through PinCompute; without it they say so.
         builder.use("workloads", optional=True)
 

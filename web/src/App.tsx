@@ -1,7 +1,10 @@
-import { Suspense } from "react";
-import { Navigate, Route, Routes, useParams } from "react-router";
+import { ColorSchemeProvider, GlobalEventsHandlerProvider } from "gestalt";
+import { Suspense, useEffect, useRef } from "react";
+import { Navigate, Route, Routes, useLocation, useNavigate, useNavigationType, useParams } from "react-router";
+import { Loading } from "./components/Section";
 import { Header } from "./components/Header";
 import { routes } from "./routes";
+import { useColorScheme } from "./theme";
 
 function EntityOrTeam() {
   const { kind = "" } = useParams();
@@ -14,31 +17,61 @@ function TeamRedirect() {
   return <Navigate replace to={`/catalog/default/group/${encodeURIComponent(name)}`} />;
 }
 
-function NotFound() {
-  return (
-    <>
-      <h1 className="atrium-title">Not found</h1>
-      <p>No page of the console is at this address.</p>
-    </>
-  );
+// A link within the console is a client-side navigation; anything else (another site, a new
+// tab, a download, the API) the browser's.
+function internal(href: string, target?: string | null): boolean {
+  return href.startsWith("/") && !href.startsWith("//") && !href.startsWith("/assets/") && !href.startsWith("/graphql") && !target;
+}
+
+// After a navigation to another page: its top, and the keyboard's focus on its content (a
+// screen reader hears the new page). Back and Forward keep where the browser puts them.
+function useNewPageFocus() {
+  const location = useLocation();
+  const type = useNavigationType();
+  const first = useRef(true);
+  useEffect(() => {
+    if (first.current) {
+      first.current = false;
+      return;
+    }
+    if (location.hash || type === "POP") return;
+    window.scrollTo(0, 0);
+    document.getElementById("main")?.focus({ preventScroll: true });
+  }, [location.pathname, location.search, location.hash, type]);
 }
 
 export function App() {
+  const navigate = useNavigate();
+  const scheme = useColorScheme();
+  useNewPageFocus();
   return (
-    <>
-      <Header />
-      <main className="atrium-main">
-        <Suspense fallback={<p className="atrium-loading" role="status">Loading…</p>}>
-        <Routes>
-          <Route path="/" element={<routes.home.Route />} />
-          <Route path="/catalog" element={<routes.catalog.Route />} />
-          <Route path="/catalog/:namespace/:kind/:name" element={<EntityOrTeam />} />
-          <Route path="/teams/:name" element={<TeamRedirect />} />
-          <Route path="/workloads/:cluster/:namespace/:name" element={<routes.workload.Route />} />
-          <Route path="*" element={<NotFound />} />
-        </Routes>
-        </Suspense>
-      </main>
-    </>
+    <ColorSchemeProvider colorScheme={scheme}>
+      <GlobalEventsHandlerProvider
+        linkHandlers={{
+          onNavigation:
+            ({ href, target }) =>
+            ({ event }) => {
+              const mouse = event as React.MouseEvent;
+              if (!internal(href, target) || mouse.metaKey || mouse.ctrlKey || mouse.shiftKey || mouse.altKey) return;
+              event.preventDefault();
+              navigate(href);
+            },
+        }}
+      >
+        <Header />
+        <main id="main" className="atrium-main" tabIndex={-1}>
+          <Suspense fallback={<Loading />}>
+            <Routes>
+              <Route path="/" element={<routes.home.Route />} />
+              <Route path="/catalog" element={<routes.catalog.Route />} />
+              <Route path="/catalog/:namespace/:kind/:name" element={<EntityOrTeam />} />
+              <Route path="/teams/:name" element={<TeamRedirect />} />
+              <Route path="/workloads/:cluster/:namespace/:name" element={<routes.workload.Route />} />
+              <Route path="*" element={<routes.missing.Route />} />
+            </Routes>
+          </Suspense>
+        </main>
+      </GlobalEventsHandlerProvider>
+    </ColorSchemeProvider>
   );
 }

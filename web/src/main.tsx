@@ -1,7 +1,8 @@
-import "./styles/frame.css";
-
+// The client: writes the server's embedded answers into the cache, loads the current route,
+// then renders in place of the server's HTML (createRoot: that HTML is Jinja's, not React's),
+// as a transition, so the work is cut into slices that leave the browser responsive.
 import { ApolloProvider } from "@apollo/client/react";
-import { StrictMode } from "react";
+import { startTransition, StrictMode } from "react";
 import { createRoot } from "react-dom/client";
 import { BrowserRouter } from "react-router";
 import { client as makeClient } from "./apollo";
@@ -10,29 +11,27 @@ import { documents } from "./documents";
 import { embedded } from "./page";
 import { routeOf, routes } from "./routes";
 
-const client = makeClient();
-
-// The answers the server rendered from, into the cache: the page's queries find them there
-// and ask /graphql nothing.
-for (const { operationName, variables, data } of embedded) {
-  const query = documents[operationName];
-  if (query) client.writeQuery({ query, variables, data });
-}
-
-async function start() {
-  // The current route's chunk first (the server preloaded it): the first render then shows
-  // the page at once, in place of the server's HTML (createRoot: that HTML is not React's).
-  const current = routeOf(location.pathname);
-  if (current) await routes[current].preload().catch(() => undefined);
-  createRoot(document.getElementById("root")!).render(
-    <StrictMode>
-      <ApolloProvider client={client}>
-        <BrowserRouter>
-          <App />
-        </BrowserRouter>
-      </ApolloProvider>
-    </StrictMode>,
+export async function start() {
+  const client = makeClient();
+  // The answers the server rendered from, into the cache: the page's queries find them there
+  // and ask /graphql nothing.
+  for (const { operationName, variables, data } of embedded) {
+    const query = documents[operationName];
+    if (query) client.writeQuery({ query, variables, data });
+  }
+  await routes[routeOf(location.pathname)].preload().catch(() => undefined);
+  const root = createRoot(document.getElementById("root")!);
+  startTransition(() =>
+    root.render(
+      <StrictMode>
+        <ApolloProvider client={client}>
+          <BrowserRouter>
+            <App />
+          </BrowserRouter>
+        </ApolloProvider>
+      </StrictMode>,
+    ),
   );
+  // The rest of Gestalt's styles (overlays, what only React renders), once the page is up.
+  void import("./styles/late");
 }
-
-void start();

@@ -7,7 +7,7 @@ export interface DemoUser {
 
 export interface PageData {
   mode: "development" | "production";
-  viewer: { ref: string | null; via: string };
+  viewer: { ref: string | null; via: string; name: string | null; picture: string | null };
   demoUsers?: DemoUser[];
   // The panel operations the server offers (plugins register them only when they can answer,
   // e.g. when their backend is configured); missing on a page the server did not render.
@@ -32,7 +32,7 @@ function json<T>(id: string, fallback: T): T {
 
 export const page: PageData = json<PageData>("atrium-page", {
   mode: "development",
-  viewer: { ref: null, via: "anonymous" },
+  viewer: { ref: null, via: "anonymous", name: null, picture: null },
 });
 
 export const embedded: Embedded[] = json<Embedded[]>("apollo-results", []);

@@ -1,9 +1,11 @@
 // What plugins add to the console's pages, collected from web/src/plugins/<plugin>/panels.tsx:
 // panels on the entity and team pages (server-rendered too) and on the workload page (the
-// client's only). The server runs each panel's operation with the page's
-// own and embeds its answer (`builder.panel` in graph/plugin.py), so a panel renders at once
-// from the cache. A plugin's operations are the .graphql files of its folder; they join the
-// persisted-query manifest. Its cache policies are in its index.ts (pluginPolicies.ts).
+// client's only). The server runs each entity or team panel's operation with the page's own
+// and embeds its answer (`builder.panel` in graph/plugin.py), so a panel renders at once from
+// the cache. A panel that is a section of the page (`section`) gets a tab in the page's
+// navigation, as the server's registration of it says too. A plugin's operations are the
+// .graphql files of its folder; they join the persisted-query manifest. Its cache policies are
+// in its index.ts (pluginPolicies.ts).
 import type { ComponentType } from "react";
 import { page as pageData } from "./page";
 
@@ -20,8 +22,11 @@ export interface PluginPanel {
   // Entity kinds (lowercase) it shows on; every kind when left out.
   kinds?: string[];
   // The server's panel operation (builder.panel) this panel needs: it shows only where the
-  // server offers it (a plugin leaves out panels its backend cannot answer).
+  // server offers it.
   requires?: string;
+  // Its section of the page, [id, title], when it is one (its outermost element is then the
+  // section, with that id).
+  section?: [string, string];
   component: ComponentType<PanelProps>;
 }
 
@@ -32,6 +37,17 @@ const modules = import.meta.glob<PluginPanel[]>("./plugins/*/panels.tsx", {
 const panels = Object.keys(modules)
   .sort()
   .flatMap((path) => modules[path] ?? []);
+
+export function panelsOf(page: PluginPanel["page"], kind?: string): PluginPanel[] {
+  const offered = new Set(pageData.panels ?? []);
+  return panels.filter(
+    (p) => p.page === page && (!p.kinds || !kind || p.kinds.includes(kind)) && (!p.requires || offered.has(p.requires)),
+  );
+}
+
+export function panelSections(page: PluginPanel["page"], kind?: string): [string, string][] {
+  return panelsOf(page, kind).flatMap((p) => (p.section ? [p.section] : []));
+}
 
 export function PluginPanels({
   page,
@@ -44,16 +60,9 @@ export function PluginPanels({
   pageRef: string;
   workload?: PanelProps["workload"];
 }) {
-  const offered = new Set(pageData.panels ?? []);
-  const shown = panels.filter(
-    (p) =>
-      p.page === page &&
-      (!p.kinds || !kind || p.kinds.includes(kind)) &&
-      (!p.requires || offered.has(p.requires)),
-  );
   return (
     <>
-      {shown.map(({ component: Panel }, index) => (
+      {panelsOf(page, kind).map(({ component: Panel }, index) => (
         <Panel key={index} pageRef={pageRef} workload={workload} />
       ))}
     </>

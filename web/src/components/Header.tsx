@@ -1,58 +1,65 @@
-import { Link, useNavigate } from "react-router";
+import logo from "../../public/logo.svg?raw";
+import { Link, useLocation } from "react-router";
+import { Avatar, IconButton } from "../kit";
 import { page } from "../page";
+import { toggleColorScheme } from "../theme";
+import { Suggest } from "./Suggest";
 
 const COOKIE = "atrium_demo_user";
 
-// The top bar, as the server's HTML lays it out (ssr/templates/base.html).
+// The frame's header, as the server's HTML lays it out (ssr/templates/_header.html).
 export function Header() {
-  const navigate = useNavigate();
-  const viewer = page.viewer.ref;
+  const { pathname } = useLocation();
+  const current = (path: string) => (path === "/" ? pathname === "/" : pathname === path);
+  const viewer = page.viewer;
   return (
-    <header className="atrium-header">
-      <Link className="atrium-brand" to="/">
-        Atrium
-      </Link>
-      <nav aria-label="Console">
-        <Link to="/catalog">Catalog</Link>
-      </nav>
-      <form
-        className="atrium-search"
-        action="/catalog"
-        method="get"
-        role="search"
-        onSubmit={(event) => {
-          event.preventDefault();
-          const q = new FormData(event.currentTarget).get("q")?.toString() ?? "";
-          navigate(`/catalog?q=${encodeURIComponent(q)}`);
-        }}
-      >
-        <input
-          type="search"
-          name="q"
-          aria-label="Search the catalog"
-          placeholder="Search the catalog"
-        />
-      </form>
-      <span className="atrium-viewer">
-        {page.mode === "development" && page.demoUsers ? (
-          <ActAs current={viewer} />
-        ) : viewer ? (
-          viewer.replace(/^.*\//, "")
-        ) : (
-          "Not signed in"
-        )}
-      </span>
-    </header>
+    <>
+      <a className="atrium-skip" href="#main">
+        Skip to content
+      </a>
+      <header className="atrium-header">
+        <Link className="atrium-brand" to="/">
+          <span className="atrium-logo" dangerouslySetInnerHTML={{ __html: logo.trim() }} />
+          <span className="atrium-brand-name">Atrium</span>
+        </Link>
+        <nav className="atrium-nav" aria-label="Console">
+          <Link to="/" aria-current={current("/") ? "page" : undefined}>
+            Home
+          </Link>
+          <Link to="/catalog" aria-current={current("/catalog") ? "page" : undefined}>
+            Catalog
+          </Link>
+        </nav>
+        <Suggest id="header-suggestions" className="atrium-search" />
+        <div className="atrium-tools">
+          <IconButton icon="contrast" label="Switch between light and dark colours" onClick={toggleColorScheme} />
+          <div className="atrium-viewer">
+            {page.demoUsers ? (
+              <ActAs />
+            ) : viewer.ref ? (
+              <>
+                <Avatar name={viewer.name ?? ""} src={viewer.picture} size="sm" />
+                <span className="atrium-viewer-name">{viewer.name}</span>
+              </>
+            ) : (
+              <span className="atrium-viewer-name">Not signed in</span>
+            )}
+          </div>
+        </div>
+      </header>
+    </>
   );
 }
 
 // Development only: act as a demo user (a cookie the server honours in development alone).
-function ActAs({ current }: { current: string | null }) {
+function ActAs() {
   const users = page.demoUsers ?? [];
+  const viewer = page.viewer;
+  const acting = viewer.via === "demo" ? viewer.ref : null;
   return (
     <select
       aria-label="Act as"
-      value={page.viewer.via === "demo" && current ? current : ""}
+      value={acting ?? ""}
       onChange={(event) => {
         const user = users.find((u) => u.ref === event.target.value);
         document.cookie = user
@@ -61,9 +68,7 @@ function ActAs({ current }: { current: string | null }) {
         location.reload();
       }}
     >
-      <option value="">
-        {current && page.viewer.via !== "demo" ? current.replace(/^.*\//, "") : "Anonymous"}
-      </option>
+      <option value="">{viewer.ref && !acting ? viewer.name : "Anonymous"}</option>
       {users.map((u) => (
         <option key={u.ref} value={u.ref}>
           {u.displayName}

@@ -1,76 +1,79 @@
-import { Link } from "react-router";
-import { workloadUrl } from "../urls";
-import { Panel } from "./Panel";
-import type { ErrorLike } from "@apollo/client";
-
-export interface WorkloadSummary {
-  id: string;
-  cluster: string;
-  namespace: string;
-  name: string;
-  readyReplicas: number;
-  desiredReplicas: number;
-}
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { AppLink, Row, Small, Span, Status, Table, TBody, Td, Th, THead } from "../kit";
+import { clusterErrors as clusterErrorsOf, imageVersion, workloadStatus, workloadUrl } from "../present";
+import { Empty, Notice, Section } from "./Section";
 
 interface Props {
-  items: WorkloadSummary[] | null | undefined;
+  // null: not asked yet (loading); false: no cluster is configured.
+  configured: boolean | null;
+  items: any[];
   // Clusters that cannot answer, by name: their workloads are marked, not the page.
-  unavailable: Record<string, string>;
-  // Known clusters; an empty list means none is configured. Null: not asked.
-  clusters?: string[] | null;
-  error?: ErrorLike | null;
-  loading?: boolean;
+  errors: Record<string, string>;
 }
 
-export function Workloads({ items, unavailable, clusters, error, loading }: Props) {
+// A component's or a team's workloads (ssr/templates/_workloads.html).
+export function Workloads({ configured, items, errors }: Props) {
   return (
-    <Panel id="workloads" heading="Workloads" error={error} loading={loading}>
-      {clusters && clusters.length === 0 ? (
-        <p className="atrium-muted">No Kubernetes cluster is configured.</p>
-      ) : items && items.length ? (
-        <ul className="atrium-list">
-          {items.map((w) => (
-            <li key={w.id}>
-              <Link to={workloadUrl(w)}>{w.name}</Link>{" "}
-              <span className="atrium-muted">
-                {w.cluster}/{w.namespace}
-              </span>{" "}
-              {w.readyReplicas}/{w.desiredReplicas} ready
-              {unavailable[w.cluster] ? (
-                <>
-                  {" "}
-                  <strong className="atrium-error">
-                    cluster unavailable: {unavailable[w.cluster]}
-                  </strong>
-                </>
-              ) : null}
-            </li>
-          ))}
-        </ul>
+    <Section id="workloads" title="Workloads & logs">
+      {configured === false ? (
+        <Empty text="No Kubernetes cluster is configured: Atrium reads workloads from the clusters of ATRIUM_KUBECONFIG." />
+      ) : items.length ? (
+        <div className="atrium-workloads">
+          <Table label="Workloads">
+            <THead>
+              <Row>
+                <Th>Workload</Th>
+                <Th>Ready</Th>
+                <Th>Version</Th>
+                <Th>Cluster</Th>
+              </Row>
+            </THead>
+            <TBody>
+              {items.map((w) => {
+                const [type, title] = workloadStatus(w, errors);
+                return (
+                  <Row key={w.id}>
+                    <Td>
+                      <div className="atrium-cell">
+                        <AppLink href={workloadUrl(w)} strong>
+                          {w.name}
+                        </AppLink>
+                        <Small>{w.namespace}</Small>
+                      </div>
+                    </Td>
+                    <Td>
+                      <Status type={type} title={title} />
+                    </Td>
+                    <Td>
+                      <Span>{imageVersion(w.image)}</Span>
+                    </Td>
+                    <Td>
+                      <Span>{w.cluster}</Span>
+                    </Td>
+                  </Row>
+                );
+              })}
+            </TBody>
+          </Table>
+        </div>
       ) : (
-        <p className="atrium-muted">No workloads.</p>
+        <Empty text="No workloads run it." />
       )}
-      {Object.entries(unavailable)
-        .filter(([name]) => !items?.some((w) => w.cluster === name))
+      {Object.entries(errors)
+        .filter(([name]) => !items.some((w) => w.cluster === name))
         .map(([name, message]) => (
-          <p key={name} className="atrium-error" role="alert">
-            Cluster {name} cannot answer: {message}
-          </p>
+          <Notice key={name} tone="error" text={`Cluster ${name} cannot answer: ${message}`} />
         ))}
-    </Panel>
+    </Section>
   );
 }
 
-export function unavailableClusters(
-  items: ({ name: string; healthy: boolean; lastError?: string | null } | { cluster: string; message: string })[] | null | undefined,
-): Record<string, string> {
-  const found: Record<string, string> = {};
-  for (const item of items ?? []) {
-    if ("healthy" in item) {
-      if (!item.healthy) found[item.name] = item.lastError || "not answering";
-    } else {
-      found[item.cluster] = item.message || "not answering";
-    }
+export function workloadsOf(data: Record<string, any>): Props {
+  if ("EntityWorkloads" in data) {
+    const answer = data.EntityWorkloads ?? {};
+    const clusters = answer.clusters ?? [];
+    return { configured: clusters.length > 0, items: answer.entity?.workloads ?? [], errors: clusterErrorsOf(clusters) };
   }
-  return found;
+  const apps = data.TeamWorkloads?.pinApps ?? {};
+  return { configured: null, items: apps.nodes ?? [], errors: clusterErrorsOf(apps.clusterErrors) };
 }

@@ -1,112 +1,164 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import "gestalt/dist/gestalt.css";
 import { useQuery } from "@apollo/client/react";
-import { Button, Checkbox } from "gestalt";
-import { useState } from "react";
-import { useSearchParams } from "react-router";
-import { EntityLink } from "../components/EntityLink";
+import { Link, useLocation, useNavigate } from "react-router";
+import {
+  COLUMNS,
+  choice,
+  facetVariables,
+  href,
+  options,
+  parse,
+  sortHref,
+  sortedBy,
+  variables,
+} from "../catalogUrl";
+import { EntityLink, Person } from "../components/EntityLink";
+import { PageHead } from "../components/PageHead";
+import { Empty, Loading, Notice } from "../components/Section";
 import { document } from "../documents";
+import { Badge, ButtonLink, SubmitButton, Clamp, Row, Select, Small, SmallIcon, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { page as pageData } from "../page";
+import { usePageMeta } from "../pageMeta";
+import { kindLabel, lifecycleTone } from "../present";
 
-const PAGE = 20;
-const FACETS: [string, string, string][] = [
-  ["kinds", "kind", "Kind"],
-  ["lifecycles", "lifecycle", "Lifecycle"],
-  ["tags", "tag", "Tag"],
+const FILTERS: [string, string][] = [
+  ["kind", "Kind"],
+  ["owner", "Owner"],
+  ["type", "Type"],
+  ["lifecycle", "Lifecycle"],
+  ["tag", "Tag"],
 ];
 
-// Search, facets and filters live in the URL (shareable, reloadable); pages are cursors.
+// The catalog (ssr/templates/catalog.html): filters beside a sortable table, every choice in
+// the address, so Back, a reload and a shared link all show the same page.
 export default function Catalog() {
-  const [params, setParams] = useSearchParams();
-  const search = params.get("q") || null;
-  const filter: Record<string, string[]> = {};
-  for (const [, field] of FACETS) {
-    const values = params.getAll(field);
-    if (values.length) filter[field] = values;
-  }
-  const filterVar = Object.keys(filter).length ? filter : null;
-  const [cursors, setCursors] = useState<(string | null)[]>([null]);
-  const after = cursors[cursors.length - 1];
-  const list = useQuery<any>(document("CatalogList"), {
-    variables: { filter: filterVar, search, first: PAGE, after },
-  });
-  const facets = useQuery<any>(document("CatalogFacets"), {
-    variables: { filter: filterVar, search },
-  });
-
-  const toggle = (field: string, value: string, checked: boolean) => {
-    const next = new URLSearchParams(params);
-    const values = next.getAll(field).filter((v) => v !== value);
-    next.delete(field);
-    for (const v of checked ? [...values, value] : values) next.append(field, v);
-    setCursors([null]);
-    setParams(next);
-  };
-  const entities = list.data?.entities;
+  const location = useLocation();
+  const navigate = useNavigate();
+  const state = parse(new URLSearchParams(location.search));
+  const viewer = pageData.viewer.ref;
+  const list = useQuery<any>(document("CatalogList"), { variables: variables(state) });
+  const facets = useQuery<any>(document("CatalogFacets"), { variables: facetVariables(state) });
+  usePageMeta(
+    state.search ? `“${state.search}” in the catalog` : "Catalog",
+    "Every service, API, resource, system and domain, with who owns it.",
+  );
+  const entities = (list.data ?? list.previousData)?.entities;
+  const facetData = facets.data ?? facets.previousData;
+  const go = (changes: Parameters<typeof href>[1]) => navigate(href(state, { ...changes, after: null }));
+  const title = state.search ? `“${state.search}” in the catalog` : "Catalog";
+  const count = entities?.totalCount;
   return (
     <>
-      <h1 className="atrium-title">{search ? `Catalog: “${search}”` : "Catalog"}</h1>
-      <div className="atrium-grid">
-        <aside className="atrium-facets" aria-label="Filters">
-          {facets.error ? (
-            <p className="atrium-error" role="alert">
-              Could not load the filters: {facets.error.message}
-            </p>
+      <PageHead title={title} lead={count === undefined ? null : `${count} ${count === 1 ? "entity" : "entities"}`} />
+      <div className="atrium-catalog">
+        <form
+          className="atrium-filters"
+          method="get"
+          action="/catalog"
+          role="search"
+          aria-label="Filter the catalog"
+          onSubmit={(event) => {
+            event.preventDefault();
+            const q = new FormData(event.currentTarget).get("q")?.toString().trim() || null;
+            go({ search: q });
+          }}
+        >
+          <label className="atrium-field">
+            <span>
+              <Small tone="default">Search</Small>
+            </span>
+            <input key={state.search ?? ""} type="search" name="q" defaultValue={state.search ?? ""} placeholder="Name, description, tag" />
+          </label>
+          {FILTERS.map(([field, label]) => (
+            <Select
+              key={field}
+              id={field}
+              label={label}
+              value={choice(state, field)}
+              options={options(state, facetData, field, viewer).map(([value, text]) => ({ value, label: text }))}
+              onChange={(value) => {
+                if (field === "owner") {
+                  go({ mine: value === "mine", filters: { ...state.filters, owner: value && value !== "mine" ? [value] : [] } });
+                } else {
+                  go({ filters: { ...state.filters, [field]: value ? [value] : [] } });
+                }
+              }}
+            />
+          ))}
+          {viewer ? (
+            <label className="atrium-toggle">
+              <input type="checkbox" name="starred" value="1" checked={state.starred} onChange={(event) => go({ starred: event.target.checked })} />
+              <Span>Starred only</Span>
+            </label>
           ) : null}
-          {FACETS.map(([key, field, legend]) =>
-            facets.data?.[key]?.length ? (
-              <fieldset key={key}>
-                <legend>{legend}</legend>
-                {facets.data[key].map((f: any) => (
-                  <Checkbox
-                    key={f.value}
-                    id={`facet-${field}-${f.value}`}
-                    label={`${f.value} (${f.count})`}
-                    checked={(filter[field] ?? []).includes(f.value)}
-                    onChange={({ checked }) => toggle(field, f.value, checked)}
-                    size="sm"
-                  />
-                ))}
-              </fieldset>
-            ) : null,
-          )}
-        </aside>
-        <section aria-labelledby="results">
-          <h2 id="results" className="atrium-muted">
-            {entities ? `${entities.totalCount} entities` : "Entities"}
-          </h2>
-          {list.error ? (
-            <p className="atrium-error" role="alert">
-              Could not load the catalog: {list.error.message}
-            </p>
-          ) : !entities ? (
-            <p className="atrium-loading" role="status">
-              Loading…
-            </p>
-          ) : (
-            <ul className="atrium-list">
-              {entities.nodes.map((e: any) => (
-                <li key={e.ref}>
-                  <EntityLink entity={e} /> <span className="atrium-muted">{e.kind}</span>
-                  {e.description ? <div className="atrium-muted">{e.description}</div> : null}
-                </li>
-              ))}
-            </ul>
-          )}
-          <div className="atrium-pager">
-            <Button
-              text="Previous"
-              size="md"
-              disabled={cursors.length < 2}
-              onClick={() => setCursors(cursors.slice(0, -1))}
-            />
-            <Button
-              text="Next"
-              size="md"
-              disabled={!entities?.pageInfo.hasNextPage}
-              onClick={() => setCursors([...cursors, entities.pageInfo.endCursor])}
-            />
+          {state.sort ? <input type="hidden" name="sort" value={state.sort} /> : null}
+          <div className="atrium-actions">
+            <SubmitButton text="Apply filters" />
+            <ButtonLink href="/catalog" text="Clear" />
           </div>
-        </section>
+        </form>
+        <div>
+          {list.error && !entities ? (
+            <Notice tone="error" text={`Could not load the catalog: ${list.error.message}`} />
+          ) : !entities ? (
+            <Loading />
+          ) : entities.nodes.length ? (
+            <>
+              <div className="atrium-catalog-table">
+                <Table label="Catalog entities">
+                  <THead>
+                    <Row>
+                      {COLUMNS.map(([key, label]) => (
+                        <Th key={key}>
+                          <Link className="atrium-sort" to={sortHref(state, key)}>
+                            {label}
+                            {sortedBy(state, key) ? (
+                              state.sort?.startsWith("-") ? (
+                                <SmallIcon icon="arrow-down" label="sorted descending" />
+                              ) : (
+                                <SmallIcon icon="arrow-up" label="sorted ascending" />
+                              )
+                            ) : null}
+                          </Link>
+                        </Th>
+                      ))}
+                    </Row>
+                  </THead>
+                  <TBody>
+                    {entities.nodes.map((e: any) => (
+                      <Row key={e.ref}>
+                        <Td>
+                          <div className="atrium-cell">
+                            <EntityLink entity={e} strong />
+                            {e.description ? <Clamp text={e.description} /> : null}
+                          </div>
+                        </Td>
+                        <Td>
+                          <div className="atrium-cell">
+                            <Span>{kindLabel(e.kind)}</Span>
+                            {e.type ? <Small>{e.type}</Small> : null}
+                          </div>
+                        </Td>
+                        <Td>{e.owner ? <Person entity={e.owner} /> : null}</Td>
+                        <Td>{e.system ? <EntityLink entity={e.system} /> : null}</Td>
+                        <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                      </Row>
+                    ))}
+                  </TBody>
+                </Table>
+              </div>
+              <nav className="atrium-pager" aria-label="Pages">
+                <Small>{`Showing ${entities.nodes.length} of ${entities.totalCount}`}</Small>
+                <div className="atrium-actions">
+                  {state.after ? <ButtonLink href={href(state, { after: null })} text="First page" /> : null}
+                  {entities.pageInfo.hasNextPage ? <ButtonLink href={href(state, { after: entities.pageInfo.endCursor })} text="Next page" /> : null}
+                </div>
+              </nav>
+            </>
+          ) : (
+            <Empty text="Nothing in the catalog matches. Try fewer filters, or another word." />
+          )}
+        </div>
       </div>
     </>
   );

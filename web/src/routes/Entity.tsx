@@ -1,145 +1,146 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { useQuery } from "@apollo/client/react";
+import type { ReactNode } from "react";
 import { useParams } from "react-router";
-import { EntityLink } from "../components/EntityLink";
-import { EntityList } from "../components/EntityList";
-import { Panel } from "../components/Panel";
-import { Workloads, unavailableClusters } from "../components/Workloads";
+import { EntityLink, EntityList, Person } from "../components/EntityLink";
+import { PageHead } from "../components/PageHead";
+import { Card, Loading, Notice, Section } from "../components/Section";
+import { Tabs } from "../components/Tabs";
+import { Workloads, workloadsOf } from "../components/Workloads";
 import { document } from "../documents";
-import { PluginPanels } from "../plugins";
-import { pageRef } from "../urls";
+import { Badge, ExternalLink, Small, Span } from "../kit";
+import { describe, usePageMeta } from "../pageMeta";
+import { crumbsOf, entityBadges, kindLabel, pageSections } from "../present";
+import { PluginPanels, panelSections } from "../plugins";
+import { Missing } from "./Missing";
+import { ApiDefinition } from "./entity/ApiDefinition";
+import { StarButton } from "./entity/StarButton";
 
+// The entity's relations as the overview lists them, in the server's order (ssr/pages.py).
+export const RELATION_LISTS: [string, string, string][] = [
+  ["dependencies", "Dependencies", "No dependencies."],
+  ["dependents", "Dependents", "Nothing depends on it."],
+  ["providesApis", "Provided APIs", "Provides no API."],
+  ["consumesApis", "Consumed APIs", "Consumes no API."],
+  ["providers", "Providers", "No provider."],
+  ["consumers", "Consumers", "No consumer."],
+  ["components", "Components", "No components."],
+  ["apis", "APIs", "No APIs."],
+  ["resources", "Resources", "No resources."],
+  ["systems", "Systems", "No systems."],
+  ["memberOf", "Teams", "In no team."],
+];
+
+// An entity's page (ssr/templates/entity.html).
 export default function Entity() {
   const { namespace = "", kind = "", name = "" } = useParams();
-  const ref = pageRef(kind, namespace, name);
+  const ref = `${kind}:${namespace}/${name}`.toLowerCase();
+  const lower = kind.toLowerCase();
   const page = useQuery<any>(document("EntityPage"), { variables: { ref } });
-  const isComponent = kind.toLowerCase() === "component";
-  const workloads = useQuery<any>(document("EntityWorkloads"), {
-    variables: { ref },
-    skip: !isComponent,
-  });
-  if (page.error && !page.data) {
-    return (
-      <p className="atrium-error" role="alert">
-        Could not load {ref}: {page.error.message}
-      </p>
-    );
-  }
+  const workloads = useQuery<any>(document("EntityWorkloads"), { variables: { ref }, skip: lower !== "component" });
   const e = page.data?.entity;
-  if (page.loading && !e) return <p className="atrium-loading" role="status">Loading…</p>;
-  if (!e) {
-    return (
+  const title = e ? e.title || e.name : null;
+  usePageMeta(
+    page.data && !e ? "Not found" : title,
+    e ? describe(e.description, `The ${kindLabel(lower).toLowerCase()} ${title} in the catalog: its owner and relations.`) : "",
+  );
+  if (page.error && !page.data) return <Notice tone="error" text={`Could not load ${ref}: ${page.error.message}`} />;
+  if (page.loading && !e) return <Loading />;
+  if (!e) return <Missing status={404} />;
+  const facts: [string, ReactNode][] = [];
+  if (e.owner) facts.push(["Owner", <Person entity={e.owner} />]);
+  else if (e.ownerRef)
+    facts.push([
+      "Owner",
       <>
-        <h1 className="atrium-title">Not found</h1>
-        <p>No entity {ref} is in the catalog.</p>
-      </>
-    );
-  }
-  const w = workloads.data;
+        <Span>{e.ownerRef}</Span> <Small>not in the catalog</Small>
+      </>,
+    ]);
+  if (e.system) facts.push(["System", <EntityLink entity={e.system} />]);
+  const sections = pageSections("entity", lower, panelSections("entity", lower), []);
   return (
     <>
-      {/* elementtiming: when the name is painted (Element Timing API; make bench reads it). */}
-      <h1 className="atrium-title" {...{ elementtiming: "entity-name" }}>
-        {e.title || e.name}
-      </h1>
-      <p className="atrium-muted">
-        {e.kind}
-        {e.type ? ` · ${e.type}` : ""}
-        {e.lifecycle ? ` · ${e.lifecycle}` : ""} · {e.ref}
-      </p>
-      {e.description ? <p>{e.description}</p> : null}
-      {e.tags?.length ? (
-        <p>
-          {e.tags.map((tag: string) => (
-            <span key={tag} className="atrium-tag">
-              {tag}
-            </span>
-          ))}
-        </p>
-      ) : null}
-      {e.owner || e.ownerRef ? (
-        <Panel id="owner" heading="Owner">
-          {e.owner ? (
-            <>
-              <p>
-                <EntityLink entity={e.owner} />
-              </p>
-              {e.owner.members?.length ? (
+      <PageHead
+        title={title ?? name}
+        crumbs={crumbsOf(e)}
+        badges={entityBadges(e)}
+        lead={e.description}
+        facts={facts}
+        actions={<StarButton entityRef={e.ref} />}
+      />
+      <Tabs sections={sections} />
+      <Section id="overview" title="Overview">
+        <div className="atrium-columns">
+          <div className="atrium-stack">
+            {RELATION_LISTS.filter(([field]) => e[field] !== undefined).map(([field, heading, empty]) => (
+              <Card key={field} title={heading}>
+                <EntityList items={e[field]} empty={empty} />
+              </Card>
+            ))}
+          </div>
+          <div className="atrium-stack">
+            {e.owner ? (
+              <Card title="Owner">
+                <Person entity={e.owner} />
+                {e.owner.members?.length ? <Small>{`${e.owner.members.length} members`}</Small> : null}
+                {e.owner.profile?.email ? (
+                  <ExternalLink href={`mailto:${e.owner.profile.email}`}>{e.owner.profile.email}</ExternalLink>
+                ) : null}
+              </Card>
+            ) : null}
+            {e.system ? (
+              <Card title="System">
+                <div className="atrium-cell">
+                  <EntityLink entity={e.system} strong />
+                  {e.system.domain ? <Small>{`in the ${e.system.domain.title || e.system.domain.name} domain`}</Small> : null}
+                </div>
+              </Card>
+            ) : null}
+            {e.tags?.length ? (
+              <Card title="Tags">
+                <div className="atrium-tags">
+                  {e.tags.map((tag: string) => (
+                    <Badge key={tag} text={tag} />
+                  ))}
+                </div>
+              </Card>
+            ) : null}
+            {e.links?.length ? (
+              <Card title="Links">
                 <ul className="atrium-list">
-                  {e.owner.members.map((m: any) => (
-                    <li key={m.ref}>
-                      <EntityLink entity={m} />
-                      {m.profile?.email ? (
-                        <span className="atrium-muted"> {m.profile.email}</span>
-                      ) : null}
+                  {e.links.map((link: any) => (
+                    <li key={link.url}>
+                      <ExternalLink href={link.url}>{link.title || link.url}</ExternalLink>
                     </li>
                   ))}
                 </ul>
-              ) : null}
-            </>
-          ) : (
-            <p>
-              {e.ownerRef} <span className="atrium-muted">(not in the catalog)</span>
-            </p>
-          )}
-        </Panel>
-      ) : null}
-      {e.system ? (
-        <Panel id="system" heading="System">
-          <p>
-            <EntityLink entity={e.system} />
-            {e.system.domain ? (
-              <>
-                {" in "}
-                <EntityLink entity={e.system.domain} />
-              </>
+              </Card>
             ) : null}
-          </p>
-        </Panel>
-      ) : null}
-      {lists.map(([field, id, heading, empty]) =>
-        e[field] !== undefined ? (
-          <EntityList key={id} id={id} heading={heading} items={e[field]} empty={empty} />
-        ) : null,
-      )}
-      {e.links?.length ? (
-        <Panel id="links" heading="Links">
-          <ul className="atrium-list">
-            {e.links.map((link: any) => (
-              <li key={link.url}>
-                <a href={link.url} rel="noopener">
-                  {link.title || link.url}
-                </a>
-              </li>
+            {(e.unavailable ?? []).map((u: any) => (
+              <Notice key={u.field} tone="error" text={`Its ${u.field} could not be read: ${u.reason}`} />
             ))}
-          </ul>
-        </Panel>
+          </div>
+        </div>
+      </Section>
+      <PluginPanels page="entity" kind={lower} pageRef={ref} />
+      {lower === "component" ? (
+        workloads.data ? (
+          <Workloads {...workloadsOf({ EntityWorkloads: workloads.data })} />
+        ) : (
+          <Section id="workloads" title="Workloads & logs">
+            {workloads.error ? <Notice tone="error" text={`Could not load the workloads: ${workloads.error.message}`} /> : <Loading />}
+          </Section>
+        )
       ) : null}
-      {isComponent ? (
-        <Workloads
-          items={w?.entity?.workloads}
-          clusters={w ? w.clusters.map((c: any) => c.name) : null}
-          unavailable={unavailableClusters(w?.clusters)}
-          error={workloads.error}
-          loading={workloads.loading && !w}
-        />
+      {e.kind === "API" ? (
+        <Section id="definition" title="API definition">
+          {e.definitionUnavailable ? (
+            <Notice tone="error" text={`The definition could not be read: ${e.definitionUnavailable}`} />
+          ) : (
+            <ApiDefinition entityRef={e.ref} type={e.type} />
+          )}
+        </Section>
       ) : null}
-      <PluginPanels page="entity" kind={kind.toLowerCase()} pageRef={ref} />
     </>
   );
 }
-
-// The entity's lists, in the order the server's template shows them.
-const lists: [string, string, string, string][] = [
-  ["dependencies", "dependencies", "Dependencies", "No dependencies."],
-  ["dependents", "dependents", "Dependents", "Nothing depends on it."],
-  ["providesApis", "provides", "Provided APIs", "Provides no API."],
-  ["consumesApis", "consumes", "Consumed APIs", "Consumes no API."],
-  ["providers", "providers", "Providers", "No provider."],
-  ["consumers", "consumers", "Consumers", "No consumer."],
-  ["components", "components", "Components", "No components."],
-  ["apis", "apis", "APIs", "No APIs."],
-  ["resources", "resources", "Resources", "No resources."],
-  ["systems", "systems", "Systems", "No systems."],
-  ["memberOf", "memberof", "Teams", "In no team."],
-];

@@ -1,52 +1,105 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { useQuery } from "@apollo/client/react";
-import { EntityLink } from "../components/EntityLink";
-import { Panel } from "../components/Panel";
-import { Suggest } from "../components/Suggest";
+import { EntityLink, EntityList } from "../components/EntityLink";
+import { PageHead } from "../components/PageHead";
+import { Empty, Loading, Notice, Section } from "../components/Section";
+import { kindHref } from "../catalogUrl";
 import { document } from "../documents";
+import { AppLink, Badge, Clamp, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { DESCRIPTION, usePageMeta } from "../pageMeta";
+import { displayName, homeLead, homeServices, kindLabel, lifecycleTone } from "../present";
+import { Recent } from "./home/Recent";
 
+// Home (ssr/templates/home.html): for a signed-in person their teams' services and what they
+// starred; for anyone a way into the catalog.
 export default function Home() {
   const { data, error, loading } = useQuery<any>(document("HomePage"));
-  const v = data?.viewer;
-  const name = v?.user ? v.user.profile?.displayName || v.user.title || v.user.name : null;
+  usePageMeta("Home", DESCRIPTION);
+  if (error && !data) return <Notice tone="error" text={`Could not load your teams: ${error.message}`} />;
+  if (loading && !data) return <Loading />;
+  const v = data.viewer;
+  if (!v.ref) {
+    return (
+      <>
+        <PageHead
+          title="Atrium"
+          lead="Who owns what, what runs where, and what needs attention: search the catalog, or browse it by kind."
+        />
+        <Section id="browse" title="Browse the catalog">
+          <ul className="atrium-cards atrium-list-plain">
+            {data.kinds.map((k: any) => (
+              <li key={k.value} className="atrium-card">
+                <AppLink href={kindHref(k.value)} strong>
+                  {kindLabel(k.value, true)}
+                </AppLink>
+                <Small>{`${k.count} in the catalog`}</Small>
+              </li>
+            ))}
+          </ul>
+        </Section>
+      </>
+    );
+  }
+  const services = homeServices(v);
   return (
     <>
-      <h1 className="atrium-title">{name ? `Welcome, ${name}` : "Atrium"}</h1>
-      <Suggest />
-      {error ? (
-        <p className="atrium-error" role="alert">
-          Could not load your teams: {error.message}
-        </p>
-      ) : loading && !v ? (
-        <p className="atrium-loading" role="status">
-          Loading…
-        </p>
-      ) : !v?.ref ? (
-        <p>Search the catalog above, or sign in to see your teams.</p>
-      ) : v.groups.length ? (
-        <Panel id="teams" heading="Your teams">
-          {v.groups.map((g: any) => (
-            <div key={g.ref}>
-              <h3>
-                <EntityLink entity={g} />
-              </h3>
-              {g.owns.length ? (
-                <ul className="atrium-list">
-                  {g.owns.map((e: any) => (
-                    <li key={e.ref}>
-                      <EntityLink entity={e} /> <span className="atrium-muted">{e.kind}</span>
-                    </li>
-                  ))}
-                </ul>
-              ) : (
-                <p className="atrium-muted">Owns nothing.</p>
-              )}
+      <PageHead title={`Welcome, ${v.user ? displayName(v.user) : v.ref.slice(v.ref.lastIndexOf("/") + 1)}`} lead={homeLead(v)} />
+      <Section id="services" title="Your teams' services">
+        {services.length ? (
+          <div className="atrium-services-table">
+            <Table label="Your teams' services">
+              <THead>
+                <Row>
+                  <Th>Name</Th>
+                  <Th>Team</Th>
+                  <Th>Kind</Th>
+                  <Th>Lifecycle</Th>
+                </Row>
+              </THead>
+              <TBody>
+                {services.map(([e, team]) => (
+                  <Row key={e.ref}>
+                    <Td>
+                      <div className="atrium-cell">
+                        <EntityLink entity={e} strong />
+                        {e.description ? <Clamp text={e.description} /> : null}
+                      </div>
+                    </Td>
+                    <Td>
+                      <EntityLink entity={team} />
+                    </Td>
+                    <Td>
+                      <div className="atrium-cell">
+                        <Span>{kindLabel(e.kind)}</Span>
+                        {e.type ? <Small>{e.type}</Small> : null}
+                      </div>
+                    </Td>
+                    <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                  </Row>
+                ))}
+              </TBody>
+            </Table>
+          </div>
+        ) : v.groups.length ? (
+          <Empty text="Your teams own nothing in the catalog yet." />
+        ) : (
+          <Empty text="You are in no team yet: the directory lists none for you." />
+        )}
+      </Section>
+      <div className="atrium-columns">
+        <Section id="starred" title="Starred">
+          {v.starred?.length ? (
+            <div className="atrium-card">
+              <EntityList items={v.starred} empty="" />
             </div>
-          ))}
-        </Panel>
-      ) : (
-        <p>You are in no team yet.</p>
-      )}
+          ) : (
+            <Empty text="Star a page to find it here." />
+          )}
+        </Section>
+        <Section id="recent" title="Recently visited">
+          <Recent />
+        </Section>
+      </div>
     </>
   );
 }

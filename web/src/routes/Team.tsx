@@ -1,71 +1,129 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { useQuery } from "@apollo/client/react";
+import type { ReactNode } from "react";
 import { useParams } from "react-router";
-import { EntityLink } from "../components/EntityLink";
-import { EntityList } from "../components/EntityList";
-import { Panel } from "../components/Panel";
-import { Workloads, unavailableClusters } from "../components/Workloads";
+import { EntityLink, EntityList, Person } from "../components/EntityLink";
+import { PageHead } from "../components/PageHead";
+import { Card, Empty, Loading, Notice, Section } from "../components/Section";
+import { Tabs } from "../components/Tabs";
+import { Workloads, workloadsOf } from "../components/Workloads";
+import { ownerHref } from "../catalogUrl";
 import { document } from "../documents";
-import { PluginPanels } from "../plugins";
-import { pageRef } from "../urls";
+import { Badge, ButtonLink, Clamp, ExternalLink, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { describe, usePageMeta } from "../pageMeta";
+import { crumbsOf, displayName, entityBadges, kindLabel, lifecycleTone, pageSections } from "../present";
+import { PluginPanels, panelSections } from "../plugins";
+import { Missing } from "./Missing";
+import { StarButton } from "./entity/StarButton";
 
+// A team's page (ssr/templates/team.html).
 export default function Team() {
   const { namespace = "default", name = "" } = useParams();
-  const ref = pageRef("group", namespace, name);
+  const ref = `group:${namespace}/${name}`.toLowerCase();
   const page = useQuery<any>(document("TeamPage"), { variables: { ref } });
   const workloads = useQuery<any>(document("TeamWorkloads"), { variables: { ref } });
-  if (page.error && !page.data) {
-    return (
-      <p className="atrium-error" role="alert">
-        Could not load {ref}: {page.error.message}
-      </p>
-    );
-  }
   const g = page.data?.entity;
-  if (page.loading && !g) return <p className="atrium-loading" role="status">Loading…</p>;
-  if (!g) {
-    return (
-      <>
-        <h1 className="atrium-title">Not found</h1>
-        <p>No team {ref} is in the catalog.</p>
-      </>
-    );
-  }
+  const title = g ? displayName(g) || name : null;
+  usePageMeta(
+    page.data && !g ? "Not found" : title,
+    g ? describe(g.description, `The team ${title}: its members, what it owns and runs.`) : "",
+  );
+  if (page.error && !page.data) return <Notice tone="error" text={`Could not load ${ref}: ${page.error.message}`} />;
+  if (page.loading && !g) return <Loading />;
+  if (!g) return <Missing status={404} />;
   const owned = page.data.owned;
-  const apps = workloads.data?.pinApps;
+  const facts: [string, ReactNode][] = [];
+  if (g.parent) facts.push(["Part of", <EntityLink entity={g.parent} />]);
+  if (g.profile?.email) facts.push(["Contact", <ExternalLink href={`mailto:${g.profile.email}`}>{g.profile.email}</ExternalLink>]);
+  facts.push(["Members", <Span>{String(g.members.length)}</Span>]);
+  facts.push(["Owns", <Span>{String(owned.totalCount)}</Span>]);
+  const sections = pageSections("team", "group", panelSections("team"), []);
   return (
     <>
-      <h1 className="atrium-title">{g.title || g.profile?.displayName || g.name}</h1>
-      <p className="atrium-muted">
-        Team{g.type ? ` · ${g.type}` : ""} · {g.ref}
-        {g.profile?.email ? ` · ${g.profile.email}` : ""}
-      </p>
-      {g.description ? <p>{g.description}</p> : null}
-      <EntityList id="members" heading="Members" items={g.members} empty="No members." />
-      {g.parent ? (
-        <Panel id="parent" heading="Parent team">
-          <p>
-            <EntityLink entity={g.parent} />
-          </p>
-        </Panel>
-      ) : null}
-      {g.children?.length ? (
-        <EntityList id="children" heading="Teams within" items={g.children} empty="" />
-      ) : null}
-      <EntityList
-        id="owns"
-        heading={`Owns (${owned.totalCount})`}
-        items={owned.nodes}
-        empty="Owns nothing."
-        showKind
+      <PageHead
+        title={title ?? name}
+        crumbs={crumbsOf(g)}
+        badges={entityBadges(g)}
+        lead={g.description}
+        facts={facts}
+        actions={<StarButton entityRef={g.ref} />}
       />
-      <Workloads
-        items={apps?.nodes}
-        unavailable={unavailableClusters(apps?.clusterErrors)}
-        error={workloads.error}
-        loading={workloads.loading && !apps}
-      />
+      <Tabs sections={sections} />
+      <Section id="owned" title="Owns">
+        {owned.nodes.length ? (
+          <>
+            <div className="atrium-owned-table">
+              <Table label="What the team owns">
+                <THead>
+                  <Row>
+                    <Th>Name</Th>
+                    <Th>Kind</Th>
+                    <Th>Lifecycle</Th>
+                    <Th>Owner</Th>
+                  </Row>
+                </THead>
+                <TBody>
+                  {owned.nodes.map((e: any) => (
+                    <Row key={e.ref}>
+                      <Td>
+                        <div className="atrium-cell">
+                          <EntityLink entity={e} strong />
+                          {e.description ? <Clamp text={e.description} /> : null}
+                        </div>
+                      </Td>
+                      <Td>
+                        <div className="atrium-cell">
+                          <Span>{kindLabel(e.kind)}</Span>
+                          {e.type ? <Small>{e.type}</Small> : null}
+                        </div>
+                      </Td>
+                      <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                      <Td>{e.owner ? <EntityLink entity={e.owner} /> : null}</Td>
+                    </Row>
+                  ))}
+                </TBody>
+              </Table>
+            </div>
+            {owned.totalCount > owned.nodes.length ? (
+              <div className="atrium-pager">
+                <Small>{`Showing ${owned.nodes.length} of ${owned.totalCount}`}</Small>
+                <ButtonLink href={ownerHref(g.ref)} text="All in the catalog" />
+              </div>
+            ) : null}
+          </>
+        ) : (
+          <Empty text="The team owns nothing in the catalog yet." />
+        )}
+      </Section>
+      <Section id="members" title="Members">
+        {g.members.length ? (
+          <ul className="atrium-people">
+            {g.members.map((m: any) => (
+              <li key={m.ref} className="atrium-card">
+                <Person entity={m} />
+                {m.profile?.email ? <Small>{m.profile.email}</Small> : null}
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <Empty text="No members." />
+        )}
+        {g.children?.length ? (
+          <div className="atrium-subteams">
+            <Card title="Teams within">
+              <EntityList items={g.children} empty="" />
+            </Card>
+          </div>
+        ) : null}
+      </Section>
       <PluginPanels page="team" pageRef={ref} />
+      {workloads.data ? (
+        <Workloads {...workloadsOf({ TeamWorkloads: workloads.data })} />
+      ) : (
+        <Section id="workloads" title="Workloads & logs">
+          {workloads.error ? <Notice tone="error" text={`Could not load the workloads: ${workloads.error.message}`} /> : <Loading />}
+        </Section>
+      )}
     </>
   );
 }

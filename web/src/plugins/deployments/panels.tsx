@@ -1,38 +1,47 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-// The deployments plugin's panels: a component's pipeline and history (promote and roll back
-// for its owners, followed live while a deploy is in flight), and a team's DORA figures. The
-// server renders the same markup (plugins/deployments/templates/), so nothing moves when React
-// takes over.
+// The deployments plugin's panels: a component's pipeline and history (promote and roll back for
+// its owners, each confirmed, followed live while a deploy is in flight), and a team's delivery
+// figures. The server renders the same markup (plugins/deployments/templates/), so nothing moves
+// when React takes over.
 import { useApolloClient, useMutation, useQuery, useSubscription } from "@apollo/client/react";
-import { useState } from "react";
-import { Panel } from "../../components/Panel";
+import { ActionOutcome, ActionStatus, ConfirmAction, type Outcome } from "../../components/Confirm";
+import { Person } from "../../components/EntityLink";
+import { Empty, Loading, Notice, Section } from "../../components/Section";
 import { document } from "../../documents";
+import {
+  Badge,
+  CardTitle,
+  ExternalLink,
+  Figure,
+  Para,
+  Row,
+  Small,
+  Span,
+  Status,
+  Table,
+  TBody,
+  Td,
+  Th,
+  THead,
+} from "../../kit";
 import type { PanelProps, PluginPanel } from "../../plugins";
+import { deployStatus, duration, stateWord, when } from "./words";
 
 const IN_FLIGHT = new Set(["PENDING", "IN_PROGRESS"]);
 
-// "2026-11-20T15:20:53.1+00:00" → "2026-11-20 15:20" (UTC), as the server's template writes it.
-export function when(iso: string | null | undefined): string {
-  return iso ? iso.slice(0, 16).replace("T", " ") : "";
-}
-
-export function duration(seconds: number | null | undefined): string {
-  if (seconds === null || seconds === undefined) return "no data";
-  if (seconds < 3600) return `${Math.round(seconds / 60)} min`;
-  if (seconds < 86400) return `${(seconds / 3600).toFixed(1)} h`;
-  return `${(seconds / 86400).toFixed(1)} days`;
-}
-
-function state(s: string): string {
-  return s.toLowerCase().replace("_", " ");
-}
-
 function Deployments({ pageRef }: PanelProps) {
+  return (
+    <ActionStatus>
+      <DeploymentsSection pageRef={pageRef} />
+    </ActionStatus>
+  );
+}
+
+function DeploymentsSection({ pageRef }: PanelProps) {
   const variables = { ref: pageRef };
   const query = document("EntityDeployments");
   const client = useApolloClient();
   const { data, error, loading } = useQuery<any>(query, { variables });
-  const [acted, setActed] = useState<{ ok: boolean; text: string } | null>(null);
   const component = data?.entity;
   const stages: any[] = component?.pipeline?.stages ?? [];
   const deploys: any[] = component?.deployments?.edges.map((e: any) => e.node) ?? [];
@@ -40,12 +49,7 @@ function Deployments({ pageRef }: PanelProps) {
 
   // A fresh answer, past the browser's HTTP cache too: what waits to be promoted may change.
   const refresh = () =>
-    client.query({
-      query,
-      variables,
-      fetchPolicy: "network-only",
-      context: { fetchOptions: { cache: "no-cache" } },
-    });
+    client.query({ query, variables, fetchPolicy: "network-only", context: { fetchOptions: { cache: "no-cache" } } });
 
   useSubscription<any>(document("ComponentDeploys"), {
     variables: { component: pageRef },
@@ -58,142 +62,161 @@ function Deployments({ pageRef }: PanelProps) {
     },
   });
 
-  const [promote, promoting] = useMutation<any>(document("PromoteRelease"));
-  const [rollback, rollingBack] = useMutation<any>(document("RollbackStage"));
-  const busy = promoting.loading || rollingBack.loading;
+  // What a deploy started here says now (the row and the status line agree).
+  const followed = (id: string, what: string) => () => {
+    const found = client.cache.readQuery<any>({ query, variables });
+    const deploy = found?.entity?.deployments?.edges.find((e: any) => e.node.id === id)?.node;
+    return deploy ? `${what}: ${stateWord(deploy.state)}.` : null;
+  };
+  const started = (deploy: any, what: string): Outcome => {
+    if (deploy) client.cache.updateQuery<any>({ query, variables }, (old) => withDeploy(old, deploy));
+    return { ok: true, text: `${what}: ${stateWord(deploy?.state ?? "PENDING")}.`, follow: deploy ? followed(deploy.id, what) : undefined };
+  };
 
-  async function act(run: () => Promise<any>, what: string) {
-    setActed(null);
-    try {
-      const result = await run();
-      const deploy = result.data && Object.values(result.data)[0];
-      if (deploy) {
-        client.cache.updateQuery<any>({ query, variables }, (old) => withDeploy(old, deploy));
-      }
-      setActed({ ok: true, text: `${what}: ${state((deploy as any)?.state ?? "started")}` });
-    } catch (e) {
-      setActed({ ok: false, text: `${what} refused: ${(e as Error).message}` });
-    }
+  if (!data) {
+    return (
+      <Section id="deployments" title="Deployments">
+        {error ? <Notice tone="error" text={`Could not load the deployments: ${error.message}`} /> : loading ? <Loading /> : null}
+      </Section>
+    );
   }
-
   return (
-    <Panel id="deployments" heading="Deployments" error={error} loading={loading && !data}>
+    <Section id="deployments" title="Deployments">
       {stages.length ? (
-        <ol className="atrium-stages">
+        <ol className="atrium-cards atrium-stages">
           {stages.map((s, index) => (
-            <li key={s.name} className="atrium-stage">
-              <h3>
-                {s.name}
-                {s.production ? <span className="atrium-muted"> · production</span> : null}
-              </h3>
-              <p>{s.current ? s.current.release.version : "nothing deployed"}</p>
+            <li key={s.name} className="atrium-card">
+              <div className="atrium-stage-head">
+                <CardTitle>{s.name}</CardTitle>
+                {s.production ? <Badge text="production" type="info" /> : null}
+              </div>
+              <Figure title="Runs" value={s.current ? s.current.release.version : "nothing yet"} />
               {s.latest ? (
-                <p className="atrium-muted">
-                  <span className={`atrium-state atrium-state-${s.latest.state.toLowerCase()}`}>
-                    {state(s.latest.state)}
-                  </span>{" "}
-                  {s.latest.release.version} {when(s.latest.startedAt)}
-                </p>
+                <div className="atrium-cell">
+                  <Status type={deployStatus(s.latest.state)} title={`${stateWord(s.latest.state)}: ${s.latest.release.version}`} />
+                  <Small>{when(s.latest.startedAt)}</Small>
+                </div>
               ) : null}
-              {s.waiting.length ? (
-                <p className="atrium-muted">
-                  waiting: {s.waiting.map((r: any) => r.version).join(", ")}
-                </p>
-              ) : null}
+              {s.waiting.length ? <Small>{`Waiting: ${s.waiting.map((r: any) => r.version).join(", ")}`}</Small> : null}
               {component.viewerCanDeploy ? (
-                <p className="atrium-actions">
-                  {index > 0 && s.waiting.length ? (
-                    <button
-                      type="button"
-                      className="atrium-button"
-                      disabled={busy}
-                      onClick={() =>
-                        act(
-                          () =>
-                            promote({
-                              variables: {
-                                component: pageRef,
-                                release: s.waiting[0].version,
-                                stage: s.name,
-                              },
-                            }),
-                          `Promote ${s.waiting[0].version} to ${s.name}`,
-                        )
-                      }
-                    >
-                      Promote {s.waiting[0].version}
-                    </button>
-                  ) : null}
-                  {s.current ? (
-                    <button
-                      type="button"
-                      className="atrium-button"
-                      disabled={busy}
-                      onClick={() =>
-                        act(
-                          () => rollback({ variables: { component: pageRef, stage: s.name } }),
-                          `Roll back ${s.name}`,
-                        )
-                      }
-                    >
-                      Roll back
-                    </button>
-                  ) : null}
-                </p>
+                s.deployable ? (
+                  <StageActions
+                    stage={s}
+                    first={index === 0}
+                    component={pageRef}
+                    onStarted={started}
+                  />
+                ) : (
+                  <Small>{`Atrium cannot deploy here: ${s.notDeployableReason ?? "no way to deploy is configured"}.`}</Small>
+                )
               ) : null}
             </li>
           ))}
         </ol>
       ) : (
-        <p className="atrium-muted">No pipeline and no deploys yet.</p>
+        <Empty text="No pipeline and no deploys yet." />
       )}
-      {acted ? (
-        <p className={acted.ok ? "atrium-muted" : "atrium-error"} role={acted.ok ? "status" : "alert"}>
-          {acted.text}
-        </p>
-      ) : null}
+      <ActionOutcome />
       {deploys.length ? (
-        <table className="atrium-table">
-          <caption>Last deploys ({component.deployments.totalCount} in all)</caption>
-          <thead>
-            <tr>
-              <th scope="col">Started</th>
-              <th scope="col">Stage</th>
-              <th scope="col">Release</th>
-              <th scope="col">State</th>
-              <th scope="col">By</th>
-            </tr>
-          </thead>
-          <tbody>
-            {deploys.map((d) => (
-              <tr key={d.id}>
-                <td>{when(d.startedAt)}</td>
-                <td>{d.stage}</td>
-                <td>
-                  {d.release.version}
-                  {d.isRollback ? <span className="atrium-muted"> (rollback)</span> : null}
-                </td>
-                <td>
-                  {d.url ? (
-                    <a href={d.url} rel="noopener">
-                      {state(d.state)}
-                    </a>
-                  ) : (
-                    state(d.state)
-                  )}
-                </td>
-                <td>{d.actor}</td>
-              </tr>
-            ))}
-          </tbody>
-        </table>
+        <div className="atrium-deploys">
+          <Para tone="subtle">{`Last deploys (${component.deployments.totalCount} in all)`}</Para>
+          <Table label="Last deploys">
+            <THead>
+              <Row>
+                <Th>Started</Th>
+                <Th>Stage</Th>
+                <Th>Release</Th>
+                <Th>State</Th>
+                <Th>By</Th>
+              </Row>
+            </THead>
+            <TBody>
+              {deploys.map((d) => (
+                <Row key={d.id}>
+                  <Td>
+                    <Span>{when(d.startedAt)}</Span>
+                  </Td>
+                  <Td>
+                    <Span>{d.stage}</Span>
+                  </Td>
+                  <Td>
+                    <div className="atrium-cell">
+                      <Span>{d.release.version}</Span>
+                      {d.isRollback ? <Small>rollback</Small> : null}
+                    </div>
+                  </Td>
+                  <Td>
+                    {d.url ? (
+                      <ExternalLink href={d.url}>{stateWord(d.state)}</ExternalLink>
+                    ) : (
+                      <Status type={deployStatus(d.state)} title={stateWord(d.state)} />
+                    )}
+                  </Td>
+                  <Td>{d.actorUser ? <Person entity={d.actorUser} /> : <Span>{d.actor ?? "—"}</Span>}</Td>
+                </Row>
+              ))}
+            </TBody>
+          </Table>
+        </div>
       ) : null}
-    </Panel>
+    </Section>
   );
 }
 
-// A deploy merged into the panel's answer: its row replaced or added first, its stage's
-// latest (and current, once it succeeded) moved to it.
+// Promote what waits, or roll back to what ran before: each confirmed, naming the versions.
+function StageActions({
+  stage,
+  first,
+  component,
+  onStarted,
+}: {
+  stage: any;
+  first: boolean;
+  component: string;
+  onStarted: (deploy: any, what: string) => Outcome;
+}) {
+  const [promote] = useMutation<any>(document("PromoteRelease"));
+  const [rollback] = useMutation<any>(document("RollbackStage"));
+  const current = stage.current?.release.version ?? "nothing";
+  const next = stage.waiting[0]?.version;
+  const back = stage.rollbackTo?.version;
+  if (!(next && !first) && !back) return null;
+  return (
+    <div className="atrium-actions">
+      {next && !first ? (
+        <ConfirmAction
+          label={`Promote ${next}…`}
+          title={`Promote ${next} to ${stage.name}?`}
+          confirm={`Promote ${next}`}
+          pending="Promoting…"
+          run={async () => {
+            const result = await promote({ variables: { component, release: next, stage: stage.name } });
+            return onStarted(result.data?.promoteRelease, `Promote ${next} to ${stage.name}`);
+          }}
+        >
+          <Para>{`${stage.name} goes from ${current} to ${next}.`}</Para>
+        </ConfirmAction>
+      ) : null}
+      {back ? (
+        <ConfirmAction
+          label={`Roll back to ${back}…`}
+          title={`Roll back ${stage.name}?`}
+          confirm={`Roll back to ${back}`}
+          pending="Rolling back…"
+          run={async () => {
+            const result = await rollback({ variables: { component, stage: stage.name, toRelease: back } });
+            return onStarted(result.data?.rollbackStage, `Roll back ${stage.name} to ${back}`);
+          }}
+        >
+          <Para>{`${stage.name} goes from ${current} back to ${back}.`}</Para>
+        </ConfirmAction>
+      ) : null}
+    </div>
+  );
+}
+
+// A deploy merged into the panel's answer: its row replaced or added first, its stage's latest
+// (and current, once it succeeded) moved to it.
 function withDeploy(old: any, deploy: any): any {
   if (!old?.entity?.deployments) return old;
   const entity = old.entity;
@@ -201,14 +224,14 @@ function withDeploy(old: any, deploy: any): any {
   const known = edges.some((e: any) => e.node.id === deploy.id);
   const merged = known
     ? edges.map((e: any) => (e.node.id === deploy.id ? { ...e, node: { ...e.node, ...deploy } } : e))
-    : [{ __typename: "DeployEdge", node: deploy }, ...edges].slice(0, 20);
+    : [{ __typename: "DeployEdge", node: { actorUser: null, ...deploy } }, ...edges].slice(0, 20);
   const stages = entity.pipeline.stages.map((s: any) => {
     if (s.name !== deploy.stage) return s;
     const newer = !s.latest || s.latest.id === deploy.id || deploy.startedAt >= s.latest.startedAt;
     return {
       ...s,
-      latest: newer ? deploy : s.latest,
-      current: deploy.state === "SUCCEEDED" && newer ? deploy : s.current,
+      latest: newer ? { ...s.latest, ...deploy } : s.latest,
+      current: deploy.state === "SUCCEEDED" && newer ? { ...s.current, ...deploy } : s.current,
     };
   });
   return {
@@ -216,45 +239,43 @@ function withDeploy(old: any, deploy: any): any {
     entity: {
       ...entity,
       pipeline: { ...entity.pipeline, stages },
-      deployments: {
-        ...entity.deployments,
-        totalCount: entity.deployments.totalCount + (known ? 0 : 1),
-        edges: merged,
-      },
+      deployments: { ...entity.deployments, totalCount: entity.deployments.totalCount + (known ? 0 : 1), edges: merged },
     },
   };
 }
 
 function TeamDora({ pageRef }: PanelProps) {
-  const { data, error, loading } = useQuery<any>(document("TeamDora"), {
-    variables: { ref: pageRef },
-  });
+  const { data, error, loading } = useQuery<any>(document("TeamDora"), { variables: { ref: pageRef } });
   const dora = data?.entity?.dora;
   return (
-    <Panel id="dora" heading="Delivery (last 90 days)" error={error} loading={loading && !data}>
+    <Section id="delivery" title="Delivery (last 90 days)">
+      {error && !data ? <Notice tone="error" text={`Could not load the figures: ${error.message}`} /> : null}
+      {loading && !data ? <Loading /> : null}
       {dora ? (
-        <dl className="atrium-facts">
-          <dt>Deploys to production</dt>
-          <dd>
-            {dora.deploys} ({dora.deploysPerDay.toFixed(2)} a day)
-          </dd>
-          <dt>Lead time for changes</dt>
-          <dd>{duration(dora.leadTimeSeconds)}</dd>
-          <dt>Change failure rate</dt>
-          <dd>
-            {dora.changeFailureRate === null
-              ? "no data"
-              : `${(dora.changeFailureRate * 100).toFixed(1)}%`}
-          </dd>
-          <dt>Time to restore</dt>
-          <dd>{duration(dora.timeToRestoreSeconds)}</dd>
-        </dl>
+        <div className="atrium-figures">
+          <div className="atrium-card">
+            <Figure title="Deploys to production" value={`${dora.deploys} (${dora.deploysPerDay.toFixed(2)} a day)`} />
+          </div>
+          <div className="atrium-card">
+            <Figure title="Lead time for changes" value={duration(dora.leadTimeSeconds)} />
+          </div>
+          <div className="atrium-card">
+            <Figure
+              title="Change failure rate"
+              value={dora.changeFailureRate === null ? "no data" : `${(dora.changeFailureRate * 100).toFixed(1)}%`}
+            />
+          </div>
+          <div className="atrium-card">
+            <Figure title="Time to restore" value={duration(dora.timeToRestoreSeconds)} />
+          </div>
+        </div>
       ) : null}
-    </Panel>
+    </Section>
   );
 }
 
 export const panels: PluginPanel[] = [
-  { page: "entity", kinds: ["component"], component: Deployments },
-  { page: "team", component: TeamDora },
+  { page: "entity", kinds: ["component"], requires: "EntityDeployments", section: ["deployments", "Deployments"], component: Deployments },
+  { page: "team", requires: "TeamDora", section: ["delivery", "Delivery"], component: TeamDora },
 ];
+

@@ -1,126 +1,79 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
-// The observability plugin's panels: a component's alerts (silence and expire for its owners)
-// and metrics (rate, errors, latency over 1 h, 24 h or 7 d), a team's alerts and its services'
-// error ratios side by side, a PinApp's CPU and memory against its requests and limits, its
-// alerts and its pods' merged log, followed live. The server renders the alerts and the latest
-// figures with the same markup (plugins/observability/templates/); charts draw once the chart
-// chunk has loaded, in boxes of the height the server reserved.
+// The observability plugin's panels: a component's metrics (rate, errors, latency over 1 h,
+// 24 h or 7 d) and alerts (silence and expire for its owners, each confirmed), a team's alerts
+// and its services' error ratios side by side, a PinApp's CPU and memory against its requests
+// and limits, its alerts and its pods' merged log, followed live. The server renders the
+// figures and alerts with the same markup (plugins/observability/templates/); charts draw once
+// their chunk has loaded, in boxes of the height the server reserved.
 import { useApolloClient, useMutation, useQuery, useSubscription } from "@apollo/client/react";
+import { SelectList, TextField } from "gestalt";
 import { lazy, Suspense, useMemo, useState } from "react";
-import { Panel } from "../../components/Panel";
+import { ActionOutcome, ActionStatus, ConfirmAction } from "../../components/Confirm";
+import { Empty, Loading, Notice, Section } from "../../components/Section";
 import { document } from "../../documents";
+import { Badge, ExternalLink, Figure, Para, RANGES, RangeChoice, Small, Span, Status } from "../../kit";
 import type { PanelProps, PluginPanel } from "../../plugins";
 import type { Line } from "./Chart";
+import { bytes, cores, latest, rate, ratio, seconds, severityBadge, since } from "./words";
 
 const Chart = lazy(() => import("./Chart"));
 const CHART_HEIGHT = 180;
 
-export const RANGES: [string, number][] = [
-  ["1 h", 3600],
-  ["24 h", 86400],
-  ["7 d", 604800],
-];
-
-// The figures the server's template shows too: same rounding, same words.
-export function rate(v: number | null | undefined): string {
-  return v === null || v === undefined ? "no data" : `${v.toFixed(2)}/s`;
-}
-export function ratio(v: number | null | undefined): string {
-  return v === null || v === undefined ? "no data" : `${(v * 100).toFixed(2)}%`;
-}
-export function seconds(v: number | null | undefined): string {
-  return v === null || v === undefined ? "no data" : `${(v * 1000).toFixed(1)} ms`;
-}
-function cores(v: number): string {
-  return v.toFixed(v < 1 ? 3 : 2);
-}
-function bytes(v: number): string {
-  if (v >= 2 ** 30) return `${(v / 2 ** 30).toFixed(2)} GiB`;
-  return `${(v / 2 ** 20).toFixed(0)} MiB`;
-}
-
-// The newest value a series has (null when it has none).
-export function latest(series: any): number | null {
-  const points: (number | null)[][] = series?.points ?? [];
-  for (let i = points.length - 1; i >= 0; i--) {
-    const v = points[i]?.[1];
-    if (v !== null && v !== undefined) return v;
-  }
-  return null;
-}
-
-function unavailable(error: any): string | null {
-  return error ? `Unavailable: ${error.message}` : null;
-}
-
 function ChartBox(props: { title: string; lines: Line[]; format: (v: number) => string; bounds?: { label: string; value: number }[] }) {
   return (
     <figure className="atrium-figure">
-      <Suspense fallback={<div className="atrium-chart" style={{ minHeight: CHART_HEIGHT }} />}>
+      <Suspense fallback={<div className="atrium-chart" />}>
         <Chart {...props} height={CHART_HEIGHT} />
       </Suspense>
     </figure>
   );
 }
 
-// 1 h / 24 h / 7 d, the chosen one pressed (the server's template renders 1 h pressed).
-function Ranges({ since, onChange }: { since: number; onChange: (since: number) => void }) {
-  return (
-    <p className="atrium-actions" role="group" aria-label="Range">
-      {RANGES.map(([label, value]) => (
-        <button
-          key={value}
-          type="button"
-          className="atrium-button"
-          aria-pressed={since === value}
-          onClick={() => onChange(value)}
-        >
-          {label}
-        </button>
-      ))}
-    </p>
-  );
+// A backend that could not answer (or is not configured) says so, and how to connect it.
+function Unavailable({ error }: { error: any }) {
+  return <Notice text={error?.message ? `Unavailable: ${error.message}` : "Unavailable."} />;
 }
 
 function Metrics({ pageRef }: PanelProps) {
-  const [since, setSince] = useState(3600);
+  const [range, setRange] = useState(0);
   const { data, error, loading } = useQuery<any>(document("EntityMetrics"), {
-    variables: { ref: pageRef, since },
+    variables: { ref: pageRef, since: RANGES[range][1] },
     errorPolicy: "all",
   });
   const series: any[] = data?.entity?.metrics ?? [];
   const named = (name: string) => series.filter((s) => s.name === name);
-  const lines = (name: string, label?: string): Line[] =>
-    named(name).map((s) => ({ label: label ?? name, points: s.points }));
-  const latency = ["latency_p50", "latency_p95", "latency_p99"].flatMap((n) =>
-    lines(n, n.replace("latency_", "")),
-  );
-  const failed = data?.entity && data.entity.metrics === null ? unavailable(error) : null;
+  const lines = (name: string, label?: string): Line[] => named(name).map((s) => ({ label: label ?? name, points: s.points }));
+  const latency = ["latency_p50", "latency_p95", "latency_p99"].flatMap((n) => lines(n, n.replace("latency_", "")));
+  const failed = data?.entity && data.entity.metrics === null;
   return (
-    <Panel id="metrics" heading="Metrics" loading={loading && !data} error={data ? null : error}>
-      <Ranges since={since} onChange={setSince} />
-      {failed ? (
-        <p className="atrium-muted" role="status">
-          {failed}
-        </p>
+    <Section id="metrics" title="Metrics" actions={<RangeChoice selected={range} onChange={setRange} />}>
+      {loading && !data ? (
+        <Loading />
+      ) : failed || (!data && error) ? (
+        <Unavailable error={error} />
       ) : series.length === 0 ? (
-        <p className="atrium-muted">Prometheus has no series for this component.</p>
+        <Empty text="Prometheus has no series for this component." />
       ) : (
         <>
-          <dl className="atrium-facts">
-            <dt>Requests</dt>
-            <dd>{rate(latest(named("request_rate")[0]))}</dd>
-            <dt>Errors</dt>
-            <dd>{ratio(latest(named("error_ratio")[0]))}</dd>
-            <dt>Latency p95</dt>
-            <dd>{seconds(latest(named("latency_p95")[0]))}</dd>
-          </dl>
-          <ChartBox title="Requests per second" lines={lines("request_rate", "requests/s")} format={(v) => v.toFixed(1)} />
-          <ChartBox title="Error ratio" lines={lines("error_ratio", "errors")} format={(v) => `${(v * 100).toFixed(1)}%`} />
-          <ChartBox title="Latency" lines={latency} format={(v) => `${(v * 1000).toFixed(0)} ms`} />
+          <div className="atrium-figures">
+            <div className="atrium-card">
+              <Figure title="Requests" value={rate(latest(named("request_rate")[0]))} />
+            </div>
+            <div className="atrium-card">
+              <Figure title="Errors" value={ratio(latest(named("error_ratio")[0]))} />
+            </div>
+            <div className="atrium-card">
+              <Figure title="Latency p95" value={seconds(latest(named("latency_p95")[0]))} />
+            </div>
+          </div>
+          <div className="atrium-charts">
+            <ChartBox title="Requests per second" lines={lines("request_rate", "requests/s")} format={(v) => v.toFixed(1)} />
+            <ChartBox title="Error ratio" lines={lines("error_ratio", "errors")} format={(v) => `${(v * 100).toFixed(1)}%`} />
+            <ChartBox title="Latency" lines={latency} format={(v) => `${(v * 1000).toFixed(0)} ms`} />
+          </div>
         </>
       )}
-    </Panel>
+    </Section>
   );
 }
 
@@ -130,30 +83,22 @@ const DURATIONS: [string, number][] = [
   ["1 day", 86400],
 ];
 
-function AlertRows({ alerts, owner, onExpire }: { alerts: any[]; owner?: boolean; onExpire?: (id: string) => void }) {
+// Alerts as a list: state, name, severity, what it says, since when, its runbook.
+function AlertList({ alerts, actions }: { alerts: any[]; actions?: (alert: any) => React.ReactNode }) {
   return (
     <ul className="atrium-list atrium-alerts">
       {alerts.map((a, i) => (
-        <li key={`${a.name}-${i}`} className={`atrium-alert atrium-alert-${a.state.toLowerCase()}`}>
-          <strong>{a.name}</strong>
-          {a.severity ? <span className="atrium-muted"> · {a.severity}</span> : null}
-          <span className="atrium-muted"> · {a.state.toLowerCase()} since {a.startsAt.slice(0, 16).replace("T", " ")}</span>
-          {a.summary ? <> — {a.summary}</> : null}
-          {a.runbookUrl ? (
-            <>
-              {" "}
-              <a href={a.runbookUrl} rel="noopener">
-                runbook
-              </a>
-            </>
-          ) : null}
-          {owner && onExpire
-            ? (a.silencedBy ?? []).map((id: string) => (
-                <button key={id} type="button" className="atrium-button" onClick={() => onExpire(id)}>
-                  Expire silence
-                </button>
-              ))
-            : null}
+        <li key={`${a.name}-${i}`}>
+          <div className="atrium-cell">
+            <div className="atrium-alert-head">
+              <Status type={a.state === "ACTIVE" ? "problem" : "canceled"} title={a.state === "ACTIVE" ? a.name : `${a.name} (silenced)`} />
+              {a.severity ? <Badge text={a.severity} type={severityBadge(a.severity)} /> : null}
+            </div>
+            {a.summary ? <Span>{a.summary}</Span> : null}
+            <Small>{`Since ${since(a.startsAt)}`}</Small>
+            {a.runbookUrl ? <ExternalLink href={a.runbookUrl}>Runbook</ExternalLink> : null}
+          </div>
+          {actions ? <div className="atrium-actions">{actions(a)}</div> : null}
         </li>
       ))}
     </ul>
@@ -161,212 +106,216 @@ function AlertRows({ alerts, owner, onExpire }: { alerts: any[]; owner?: boolean
 }
 
 function Alerts({ pageRef }: PanelProps) {
+  return (
+    <ActionStatus>
+      <AlertsSection pageRef={pageRef} />
+    </ActionStatus>
+  );
+}
+
+function AlertsSection({ pageRef }: PanelProps) {
   const query = document("EntityAlerts");
   const variables = { ref: pageRef };
   const client = useApolloClient();
   const { data, error, loading } = useQuery<any>(query, { variables, errorPolicy: "all" });
-  const [create, creating] = useMutation<any>(document("CreateSilence"));
-  const [expire, expiring] = useMutation<any>(document("ExpireSilence"));
+  const [create] = useMutation<any>(document("CreateSilence"));
+  const [expire] = useMutation<any>(document("ExpireSilence"));
   const [alertName, setAlertName] = useState("");
   const [duration, setDuration] = useState(3600);
   const [comment, setComment] = useState("");
-  const [said, setSaid] = useState<{ ok: boolean; text: string } | null>(null);
   const component = data?.entity;
   const alerts: any[] = component?.alerts ?? [];
   const owner = Boolean(component?.viewerCanSilence);
-  const failed = component && component.alerts === null ? unavailable(error) : null;
+  const failed = component && component.alerts === null;
+  const name = pageRef.slice(pageRef.lastIndexOf("/") + 1);
 
   // Alertmanager applies a silence as it evaluates: look again now and a moment later.
   const refresh = () => {
-    const again = () =>
-      client.query({ query, variables, fetchPolicy: "network-only", context: { fetchOptions: { cache: "no-cache" } } });
+    const again = () => client.query({ query, variables, fetchPolicy: "network-only", context: { fetchOptions: { cache: "no-cache" } } });
     void again();
     setTimeout(() => void again(), 1500);
   };
-
-  async function act(run: () => Promise<any>, what: string) {
-    setSaid(null);
-    try {
-      await run();
-      setSaid({ ok: true, text: what });
-      refresh();
-    } catch (e) {
-      setSaid({ ok: false, text: `Refused: ${(e as Error).message}` });
-    }
-  }
-
+  const what = alertName ? `${alertName} on ${name}` : `every alert of ${name}`;
+  const lasting = DURATIONS.find(([, value]) => value === duration)?.[0] ?? `${duration} s`;
   return (
-    <Panel id="alerts" heading="Alerts" loading={loading && !data} error={data ? null : error}>
-      {failed ? (
-        <p className="atrium-muted" role="status">
-          {failed}
-        </p>
+    <Section
+      id="alerts"
+      title="Alerts"
+      actions={
+        owner && !failed ? (
+          <ConfirmAction
+            label="Silence…"
+            title={`Silence ${what}?`}
+            confirm="Silence"
+            pending="Silencing…"
+            ready={Boolean(comment.trim())}
+            onOpen={() => setComment("")}
+            run={async () => {
+              await create({ variables: { ref: pageRef, alertName: alertName || null, durationSeconds: duration, comment: comment.trim() } });
+              refresh();
+              return { ok: true, text: `Silenced ${what} for ${lasting}.` };
+            }}
+          >
+            <Para>{`Nobody is notified of ${what} for ${lasting}.`}</Para>
+            <div className="atrium-fields">
+              <SelectList id="silence-alert" label="Alert" value={alertName} onChange={({ value }) => setAlertName(value)}>
+                {[["", `Every alert of ${name}`], ...[...new Set(alerts.map((a) => a.name))].map((n) => [n, n])].map(([value, label]) => (
+                  <SelectList.Option key={value} value={value} label={label} />
+                ))}
+              </SelectList>
+              <SelectList id="silence-for" label="For" value={String(duration)} onChange={({ value }) => setDuration(Number(value))}>
+                {DURATIONS.map(([label, value]) => (
+                  <SelectList.Option key={value} value={String(value)} label={label} />
+                ))}
+              </SelectList>
+              <TextField id="silence-why" label="Why" value={comment} onChange={({ value }) => setComment(value)} placeholder="Known issue, fix rolling out" />
+            </div>
+          </ConfirmAction>
+        ) : null
+      }
+    >
+      <ActionOutcome />
+      {loading && !data ? (
+        <Loading />
+      ) : failed || (!data && error) ? (
+        <Unavailable error={error} />
       ) : alerts.length === 0 ? (
-        <p className="atrium-muted">Nothing is firing.</p>
+        <Empty text="Nothing is firing." />
       ) : (
-        <AlertRows
+        <AlertList
           alerts={alerts}
-          owner={owner}
-          onExpire={(id) => void act(() => expire({ variables: { id } }), "Silence expired")}
+          actions={
+            owner
+              ? (a) =>
+                  (a.silencedBy ?? []).map((id: string) => (
+                    <ConfirmAction
+                      key={id}
+                      label="Expire silence…"
+                      title={`Expire the silence of ${a.name}?`}
+                      confirm="Expire"
+                      pending="Expiring…"
+                      run={async () => {
+                        await expire({ variables: { id } });
+                        refresh();
+                        return { ok: true, text: `The silence of ${a.name} is over: it notifies again.` };
+                      }}
+                    >
+                      <Para>{`${a.name} notifies again from now on.`}</Para>
+                    </ConfirmAction>
+                  ))
+              : undefined
+          }
         />
       )}
-      {owner && !failed ? (
-        <form
-          className="atrium-form"
-          onSubmit={(event) => {
-            event.preventDefault();
-            void act(
-              () =>
-                create({
-                  variables: { ref: pageRef, alertName: alertName || null, durationSeconds: duration, comment },
-                }),
-              "Silenced",
-            );
-          }}
-        >
-          <label>
-            Alert{" "}
-            <select value={alertName} onChange={(e) => setAlertName(e.target.value)}>
-              <option value="">all of this component's</option>
-              {[...new Set(alerts.map((a) => a.name))].map((name) => (
-                <option key={name} value={name}>
-                  {name}
-                </option>
-              ))}
-            </select>
-          </label>{" "}
-          <label>
-            for{" "}
-            <select value={duration} onChange={(e) => setDuration(Number(e.target.value))}>
-              {DURATIONS.map(([label, value]) => (
-                <option key={value} value={value}>
-                  {label}
-                </option>
-              ))}
-            </select>
-          </label>{" "}
-          <label>
-            because <input required value={comment} onChange={(e) => setComment(e.target.value)} />
-          </label>{" "}
-          <button type="submit" className="atrium-button" disabled={creating.loading || expiring.loading}>
-            Silence
-          </button>
-        </form>
-      ) : null}
-      {said ? (
-        <p className={said.ok ? "atrium-muted" : "atrium-error"} role={said.ok ? "status" : "alert"}>
-          {said.text}
-        </p>
-      ) : null}
-    </Panel>
+    </Section>
   );
 }
 
 function TeamAlerts({ pageRef }: PanelProps) {
-  const { data, error, loading } = useQuery<any>(document("TeamAlerts"), {
-    variables: { ref: pageRef },
-    errorPolicy: "all",
-  });
+  const { data, error, loading } = useQuery<any>(document("TeamAlerts"), { variables: { ref: pageRef }, errorPolicy: "all" });
   const group = data?.entity;
   const alerts: any[] = group?.alerts ?? [];
-  const failed = group && group.alerts === null ? unavailable(error) : null;
+  const failed = group && group.alerts === null;
   const active = alerts.filter((a) => a.state === "ACTIVE").length;
   return (
-    <Panel id="team-alerts" heading="Alerts" loading={loading && !data} error={data ? null : error}>
-      {failed ? (
-        <p className="atrium-muted" role="status">
-          {failed}
-        </p>
+    <Section id="alerts" title="Alerts">
+      {loading && !data ? (
+        <Loading />
+      ) : failed || (!data && error) ? (
+        <Unavailable error={error} />
       ) : alerts.length === 0 ? (
-        <p className="atrium-muted">Nothing is firing on the team's components.</p>
+        <Empty text="Nothing is firing on the team's components." />
       ) : (
         <>
-          <p>
-            {active} active, {alerts.length - active} silenced
-          </p>
-          <AlertRows alerts={alerts} />
+          <Para>{`${active} firing, ${alerts.length - active} silenced`}</Para>
+          <AlertList alerts={alerts} />
         </>
       )}
-    </Panel>
+    </Section>
   );
 }
 
 function TeamErrorRatios({ pageRef }: PanelProps) {
-  const { data, error, loading } = useQuery<any>(document("TeamErrorRatios"), {
-    variables: { ref: pageRef },
-    errorPolicy: "all",
-  });
+  const { data, error, loading } = useQuery<any>(document("TeamErrorRatios"), { variables: { ref: pageRef }, errorPolicy: "all" });
+  const nodes: any[] = data?.entitiesOwnedBy?.nodes ?? [];
   const lines: Line[] = useMemo(
-    () =>
-      (data?.entitiesOwnedBy?.nodes ?? [])
-        .flatMap((n: any) => (n.metrics ?? []).map((s: any) => ({ label: n.name, points: s.points })))
-        .slice(0, 12),
+    () => nodes.flatMap((n: any) => (n.metrics ?? []).map((s: any) => ({ label: n.name, points: s.points }))).slice(0, 12),
+    // eslint-disable-next-line react-hooks/exhaustive-deps
     [data],
   );
-  const nodes: any[] = data?.entitiesOwnedBy?.nodes ?? [];
-  const failed = nodes.some((n) => n.metrics === null) ? unavailable(error) : null;
+  const failed = nodes.some((n) => n.metrics === null);
   return (
-    <Panel id="error-ratios" heading="Error ratios (last 24 h)" loading={loading && !data} error={data ? null : error}>
-      {failed ? (
-        <p className="atrium-muted" role="status">
-          {failed}
-        </p>
+    <Section id="error-ratios" title="Error ratios (24 h)">
+      {loading && !data ? (
+        <Loading />
+      ) : failed || (!data && error) ? (
+        <Unavailable error={error} />
       ) : lines.length === 0 ? (
-        <p className="atrium-muted">Prometheus has no error ratios for the team's services.</p>
+        <Empty text="Prometheus has no error ratios for the team's services." />
       ) : (
         <ChartBox title="Error ratio by service" lines={lines} format={(v) => `${(v * 100).toFixed(1)}%`} />
       )}
-    </Panel>
+    </Section>
   );
 }
 
 function WorkloadMetrics({ workload }: PanelProps) {
-  const [since, setSince] = useState(3600);
+  const [range, setRange] = useState(0);
   const { data, error, loading } = useQuery<any>(document("WorkloadObservability"), {
-    variables: { ...workload!, since },
+    variables: { ...workload!, since: RANGES[range][1] },
     errorPolicy: "all",
   });
   const app = data?.pinApp;
   const series: any[] = app?.metrics ?? [];
-  const perPod = (name: string): Line[] =>
-    series.filter((s) => s.name === name).map((s) => ({ label: s.labels.pod ?? name, points: s.points }));
+  const perPod = (name: string): Line[] => series.filter((s) => s.name === name).map((s) => ({ label: s.labels.pod ?? name, points: s.points }));
   const b = app?.resourceBounds ?? {};
   const bounds = (request: number | null, limit: number | null) => [
     ...(request !== null && request !== undefined ? [{ label: "request", value: request }] : []),
     ...(limit !== null && limit !== undefined ? [{ label: "limit", value: limit }] : []),
   ];
-  const metricsFailed = app && app.metrics === null;
-  const alertsFailed = app && app.alerts === null;
   return (
-    <>
-      <Panel id="usage" heading="CPU and memory" loading={loading && !data} error={data ? null : error}>
-        <Ranges since={since} onChange={setSince} />
-        {metricsFailed ? (
-          <p className="atrium-muted" role="status">
-            {unavailable(error)}
-          </p>
-        ) : series.length === 0 ? (
-          <p className="atrium-muted">Prometheus has no CPU or memory series for its pods.</p>
-        ) : (
-          <>
-            <ChartBox title="CPU (cores) per pod" lines={perPod("cpu")} format={cores} bounds={bounds(b.cpuRequest, b.cpuLimit)} />
-            <ChartBox title="Memory per pod" lines={perPod("memory")} format={bytes} bounds={bounds(b.memoryRequest, b.memoryLimit)} />
-          </>
-        )}
-      </Panel>
-      <Panel id="workload-alerts" heading="Alerts">
-        {alertsFailed ? (
-          <p className="atrium-muted" role="status">
-            {unavailable(error)}
-          </p>
-        ) : (app?.alerts ?? []).length === 0 ? (
-          <p className="atrium-muted">Nothing is firing.</p>
-        ) : (
-          <AlertRows alerts={app.alerts} />
-        )}
-      </Panel>
-    </>
+    <Section id="metrics" title="Metrics" actions={<RangeChoice selected={range} onChange={setRange} />}>
+      {loading && !data ? (
+        <Loading />
+      ) : (app && app.metrics === null) || (!data && error) ? (
+        <Unavailable error={error} />
+      ) : series.length === 0 ? (
+        <Empty text="Prometheus has no CPU or memory series for its pods." />
+      ) : (
+        <div className="atrium-charts">
+          <ChartBox title="CPU (cores) per pod" lines={perPod("cpu")} format={cores} bounds={bounds(b.cpuRequest, b.cpuLimit)} />
+          <ChartBox title="Memory per pod" lines={perPod("memory")} format={bytes} bounds={bounds(b.memoryRequest, b.memoryLimit)} />
+        </div>
+      )}
+    </Section>
   );
+}
+
+// Its alerts: the same answer as the metrics' first range (one request for both).
+function WorkloadAlerts({ workload }: PanelProps) {
+  const { data, error, loading } = useQuery<any>(document("WorkloadObservability"), {
+    variables: { ...workload!, since: RANGES[0][1] },
+    errorPolicy: "all",
+  });
+  const app = data?.pinApp;
+  return (
+    <Section id="alerts" title="Alerts">
+      {loading && !data ? (
+        <Loading />
+      ) : (app && app.alerts === null) || (!data && error) ? (
+        <Unavailable error={error} />
+      ) : (app?.alerts ?? []).length === 0 ? (
+        <Empty text="Nothing is firing." />
+      ) : (
+        <AlertList alerts={app.alerts} />
+      )}
+    </Section>
+  );
+}
+
+// "2026-11-23T10:00:01.123456+00:00" → "10:00:01.123": the kubelet's time, once, beside the line.
+function clock(time: string): string {
+  return time.slice(11, 23);
 }
 
 function WorkloadLogs({ workload }: PanelProps) {
@@ -387,52 +336,58 @@ function WorkloadLogs({ workload }: PanelProps) {
   const logs = data?.pinApp?.logs;
   const lines: any[] = [...(logs?.lines ?? []), ...live];
   return (
-    <Panel id="logs" heading="Logs" loading={loading && !data} error={data ? null : error}>
+    <Section id="logs" title="Logs">
       <form
-        className="atrium-form"
+        className="atrium-log-tools"
         onSubmit={(event) => {
           event.preventDefault();
           setLive([]);
           setApplied(filter || null);
         }}
       >
-        <label>
-          Lines holding <input value={filter} onChange={(e) => setFilter(e.target.value)} />
-        </label>{" "}
-        <button type="submit" className="atrium-button">
+        <TextField id="log-filter" label="Lines holding" value={filter} onChange={({ value }) => setFilter(value)} size="md" />
+        <button type="submit" className="atrium-plain-button">
           Filter
-        </button>{" "}
-        <label>
-          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} /> Follow
+        </button>
+        <label className="atrium-toggle">
+          <input type="checkbox" checked={follow} onChange={(e) => setFollow(e.target.checked)} />
+          <Span>Follow live</Span>
         </label>
       </form>
-      {logs === null ? (
-        <p className="atrium-muted" role="status">
-          {unavailable(error)}
-        </p>
+      {loading && !data ? (
+        <Loading />
+      ) : logs === null || (!data && error) ? (
+        <Unavailable error={error} />
       ) : (
         <>
-          {logs?.truncated ? <p className="atrium-muted">Older lines are left out.</p> : null}
+          {logs?.truncated ? <Small>Older lines are left out.</Small> : null}
           {(logs?.podErrors ?? []).map((e: any) => (
-            <p key={e.pod} className="atrium-error" role="alert">
-              {e.pod}: {e.message}
-            </p>
+            <Notice key={e.pod} tone="error" text={`${e.pod}: ${e.message}`} />
           ))}
-          <pre className="atrium-log" aria-label="Merged log of its pods">
-            {lines.map((l) => `${l.time.slice(11, 23)} ${l.pod} ${l.text}`).join("\n") || "No lines."}
+          <pre className="atrium-code" aria-label="The merged log of its pods" tabIndex={0}>
+            {lines.length
+              ? lines.map((l, i) => (
+                  <span key={i} className="atrium-log-line">
+                    <span className="atrium-log-time">{clock(l.time)}</span> <span className="atrium-log-pod">{l.pod}</span> {l.text}
+                    {"\n"}
+                  </span>
+                ))
+              : "No lines."}
           </pre>
         </>
       )}
-    </Panel>
+    </Section>
   );
 }
 
-// Each needs its backend configured: the server offers the panel operations only then.
+// The entity and team panels need their backend's panel operation on the page (the server
+// offers it); the workload page's fetch for themselves.
 export const panels: PluginPanel[] = [
-  { page: "entity", kinds: ["component"], requires: "EntityAlerts", component: Alerts },
-  { page: "entity", kinds: ["component"], requires: "EntityMetrics", component: Metrics },
-  { page: "team", requires: "TeamAlerts", component: TeamAlerts },
-  { page: "team", requires: "TeamErrorRatios", component: TeamErrorRatios },
-  { page: "workload", requires: "EntityMetrics", component: WorkloadMetrics },
-  { page: "workload", component: WorkloadLogs },
+  { page: "entity", kinds: ["component"], requires: "EntityMetrics", section: ["metrics", "Metrics"], component: Metrics },
+  { page: "entity", kinds: ["component"], requires: "EntityAlerts", section: ["alerts", "Alerts"], component: Alerts },
+  { page: "team", requires: "TeamAlerts", section: ["alerts", "Alerts"], component: TeamAlerts },
+  { page: "team", requires: "TeamErrorRatios", section: ["error-ratios", "Error ratios"], component: TeamErrorRatios },
+  { page: "workload", section: ["metrics", "Metrics"], component: WorkloadMetrics },
+  { page: "workload", section: ["alerts", "Alerts"], component: WorkloadAlerts },
+  { page: "workload", section: ["logs", "Logs"], component: WorkloadLogs },
 ];

@@ -1,0 +1,203 @@
+// How the console words and links things: the client's half of ssr/present.py, which the
+// server's templates use for the same answers (tests/ssr/test_present.py runs both over the
+// same cases and compares them).
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import type { BadgeType, StatusType } from "./kit";
+
+export const KINDS: Record<string, [string, string]> = {
+  component: ["Component", "Components"],
+  api: ["API", "APIs"],
+  resource: ["Resource", "Resources"],
+  system: ["System", "Systems"],
+  domain: ["Domain", "Domains"],
+  group: ["Team", "Teams"],
+  user: ["Person", "People"],
+  location: ["Location", "Locations"],
+};
+
+const LIFECYCLE_TONES: Record<string, BadgeType> = {
+  production: "success",
+  experimental: "warning",
+  deprecated: "error",
+};
+
+export function kindLabel(kind: string, plural = false): string {
+  const found = KINDS[kind.toLowerCase()];
+  return found ? found[plural ? 1 : 0] : kind;
+}
+
+export function splitRef(ref: string): [string, string, string] {
+  const colon = ref.indexOf(":");
+  const kind = colon < 0 ? ref : ref.slice(0, colon);
+  const rest = colon < 0 ? "" : ref.slice(colon + 1);
+  const slash = rest.indexOf("/");
+  return slash < 0 ? [kind, "default", rest] : [kind, rest.slice(0, slash), rest.slice(slash + 1)];
+}
+
+// Python's urllib.parse.quote(part, safe=""): every byte but letters, digits and "_.-~".
+export function quote(part: string): string {
+  return encodeURIComponent(part).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+export function entityUrl(entity: { ref: string }): string {
+  const [kind, namespace, name] = splitRef(entity.ref);
+  return `/catalog/${[namespace, kind, name].map(quote).join("/")}`;
+}
+
+export function workloadUrl(w: { cluster: string; namespace: string; name: string }): string {
+  return `/workloads/${[w.cluster, w.namespace, w.name].map((p) => quote(String(p))).join("/")}`;
+}
+
+export function displayName(entity: any): string {
+  return String(entity?.profile?.displayName || entity?.title || entity?.name || "");
+}
+
+export function picture(entity: any): string | null {
+  return entity?.profile?.picture || null;
+}
+
+export function lifecycleTone(lifecycle: string): BadgeType {
+  return LIFECYCLE_TONES[lifecycle] ?? "neutral";
+}
+
+export function entityBadges(entity: any): [string, BadgeType][] {
+  const badges: [string, BadgeType][] = [[kindLabel(String(entity.kind ?? "")), "neutral"]];
+  if (entity.type) badges.push([String(entity.type), "info"]);
+  if (entity.lifecycle) badges.push([String(entity.lifecycle), lifecycleTone(String(entity.lifecycle))]);
+  return badges;
+}
+
+export function crumbsOf(entity: any): [string, string][] {
+  const kind = String(entity.kind ?? "").toLowerCase();
+  return [
+    ["/catalog", "Catalog"],
+    [`/catalog?kind=${quote(kind)}`, kindLabel(kind, true)],
+  ];
+}
+
+export function imageVersion(image: string | null | undefined): string {
+  if (!image) return "—";
+  const at = image.indexOf("@");
+  if (at >= 0) {
+    const digest = image.slice(at + 1);
+    const colon = digest.indexOf(":");
+    return (colon >= 0 ? digest.slice(colon + 1, colon + 13) : "") || digest;
+  }
+  const last = image.slice(image.lastIndexOf("/") + 1);
+  const colon = last.indexOf(":");
+  return colon >= 0 ? last.slice(colon + 1) || "latest" : "latest";
+}
+
+export function workloadStatus(w: any, unavailable: Record<string, string>): [StatusType, string] {
+  const ready = Number(w.readyReplicas || 0);
+  const desired = Number(w.desiredReplicas || 0);
+  const counted = `${ready}/${desired} ready`;
+  if (w.cluster in unavailable) return ["warning", `${counted}, cluster unavailable`];
+  if (desired === 0) return ["canceled", "scaled to 0"];
+  if (ready >= desired && Number(w.rolloutProgress ?? 1) >= 1) return ["ok", counted];
+  if (ready === 0) return ["problem", counted];
+  return ["inProgress", counted];
+}
+
+export function clusterErrors(items: any[] | null | undefined): Record<string, string> {
+  const found: Record<string, string> = {};
+  for (const item of items ?? []) {
+    if ("healthy" in item) {
+      if (!item.healthy) found[item.name] = item.lastError || "not answering";
+    } else {
+      found[item.cluster] = item.message || "not answering";
+    }
+  }
+  return found;
+}
+
+export function workloadCrumbs(app: any): [string, string][] {
+  const crumbs: [string, string][] = [["/catalog", "Catalog"]];
+  if (app.entity) crumbs.push([entityUrl(app.entity), displayName(app.entity)]);
+  return crumbs;
+}
+
+export function scalerBounds(app: any): string {
+  const scaler = app.scaler;
+  if (scaler && scaler.minReplicas !== null && scaler.minReplicas !== undefined) {
+    return `${scaler.minReplicas}–${scaler.maxReplicas ?? "?"} (scaled)`;
+  }
+  return `${app.replicas ?? "—"} (fixed)`;
+}
+
+export function podStatus(pod: any): [StatusType, string] {
+  const phase = String(pod.phase || "Unknown");
+  if (pod.ready) return ["ok", `${phase}, ready`];
+  if (phase === "Pending" || phase === "ContainerCreating") return ["inProgress", phase];
+  return ["problem", `${phase}, not ready`];
+}
+
+export function missingSearchHref(path: string): string {
+  const trimmed = path.replace(/\/+$/, "");
+  let word = trimmed.slice(trimmed.lastIndexOf("/") + 1);
+  try {
+    word = decodeURIComponent(word);
+  } catch {
+    // a malformed escape: search for it as it is
+  }
+  word = word.trim();
+  return word ? `/catalog?${new URLSearchParams({ q: word }).toString()}` : "/catalog";
+}
+
+export interface Section {
+  tab: [string, string];
+  client: boolean;
+}
+
+export function pageSections(
+  route: string,
+  kind: string | null,
+  panels: [string, string][],
+  client: [string, string][],
+): Section[] {
+  let own: [string, string][];
+  const after: [string, string][] = [];
+  if (route === "entity") {
+    own = [["overview", "Overview"]];
+    if (kind === "component") after.push(["workloads", "Workloads & logs"]);
+    if (kind === "api") after.push(["definition", "API definition"]);
+  } else if (route === "team") {
+    own = [
+      ["owned", "Owns"],
+      ["members", "Members"],
+    ];
+    after.push(["workloads", "Workloads & logs"]);
+  } else if (route === "workload") {
+    own = [
+      ["overview", "Overview"],
+      ["pods", "Pods"],
+      ["events", "Events"],
+    ];
+  } else {
+    return [];
+  }
+  return [
+    ...[...own, ...panels, ...after].map((tab) => ({ tab, client: false })),
+    ...client.map((tab) => ({ tab, client: true })),
+  ];
+}
+
+export function homeLead(viewer: any): string {
+  const teams: string[] = (viewer.groups ?? []).map(displayName);
+  if (!teams.length) return "The directory lists you in no team.";
+  const named = teams.slice(0, -1).join(", ") + (teams.length > 1 ? " and " : "") + teams[teams.length - 1];
+  return `You are in ${named}.`;
+}
+
+export function homeServices(viewer: any): [any, any][] {
+  const seen = new Map<string, [any, any]>();
+  for (const group of viewer.groups ?? []) {
+    for (const entity of group.owns ?? []) if (!seen.has(entity.ref)) seen.set(entity.ref, [entity, group]);
+  }
+  // Python's sort: by the lowercased title, code point order.
+  return [...seen.values()].sort((a, b) => {
+    const x = displayName(a[0]).toLowerCase();
+    const y = displayName(b[0]).toLowerCase();
+    return x < y ? -1 : x > y ? 1 : 0;
+  });
+}

@@ -50,6 +50,32 @@ query OwnedComponents($owner: String!) {
 }
 """
 
+# The console's table of production components sorted by owner, descending: a page read as a
+# range of the (kind, owner, ref) index, under a filter on another column.
+SORTED_LIST: Final = """
+query SortedComponents {
+  entities(
+    filter: {kind: ["component"], lifecycle: ["production"]}
+    orderBy: OWNER_DESC
+    first: 50
+  ) {
+    totalCount
+    nodes { ref name title ... on Component { ownerRef lifecycle owner { ref } } }
+  }
+}
+"""
+
+# Several kinds sorted by a key some of them never have (users have no system): each kind is
+# read from its own index range and the ranges merged.
+SORTED_KINDS: Final = """
+query SortedBySystem {
+  entities(filter: {kind: ["user", "resource", "api"]}, orderBy: SYSTEM_ASC, first: 50) {
+    totalCount
+    nodes { ref kind name ... on Resource { system { ref } } ... on API { system { ref } } }
+  }
+}
+"""
+
 SEARCH: Final = """
 query Search($text: String!) {
   entities(search: $text, first: 20) {
@@ -80,6 +106,12 @@ where e.kind = 'Component'
 order by e.ref
 limit 1
 """
+_PRODUCTION_COMPONENTS = """
+select count(*) from entities where kind = 'Component' and lifecycle = 'production'
+"""
+_USERS_RESOURCES_APIS = """
+select count(*) from entities where kind in ('User', 'Resource', 'API')
+"""
 _BIGGEST_OWNER = """
 select owner_ref, count(*) as count from entities
 where kind = 'Component' and owner_ref is not null
@@ -92,6 +124,8 @@ class Inputs:
     component: str
     owner: str
     owner_components: int
+    production_components: int
+    users_resources_apis: int
 
 
 async def pick_inputs(db: Database) -> Inputs:
@@ -99,7 +133,13 @@ async def pick_inputs(db: Database) -> Inputs:
     owner = await db.fetchrow(_BIGGEST_OWNER)
     if component is None or owner is None:
         raise LookupError("the generated catalog has no typical component or no owner")
-    return Inputs(component, owner["owner_ref"], owner["count"])
+    return Inputs(
+        component,
+        owner["owner_ref"],
+        owner["count"],
+        await db.fetchval(_PRODUCTION_COMPONENTS),
+        await db.fetchval(_USERS_RESOURCES_APIS),
+    )
 
 
 Check = Callable[[dict[str, Any]], list[str]]
@@ -150,6 +190,34 @@ def _filtered_list(expected: int) -> Check:
     return check
 
 
+def _sorted(expected: int, key: Callable[[dict[str, Any]], Any], descending: bool) -> Check:
+    """A full page of ``expected`` matches, in order of ``key``'s value (missing ones last)."""
+
+    def check(data: dict[str, Any]) -> list[str]:
+        page = data.get("entities") or {}
+        nodes = page.get("nodes") or []
+        problems = []
+        if page.get("totalCount") != expected:
+            problems.append(f"totalCount is {page.get('totalCount')}, expected {expected}")
+        if len(nodes) != min(50, expected):
+            problems.append(f"{len(nodes)} nodes, expected {min(50, expected)}")
+        keys = [key(n) for n in nodes]
+        present = [k for k in keys if k is not None]
+        if keys[: len(present)] != present or present != sorted(present, reverse=descending):
+            problems.append(f"not in order: {keys[:5]}...")
+        return problems
+
+    return check
+
+
+def _owner_ref(node: dict[str, Any]) -> Any:
+    return node.get("ownerRef")
+
+
+def _system_ref(node: dict[str, Any]) -> Any:
+    return (node.get("system") or {}).get("ref")
+
+
 def _search(data: dict[str, Any]) -> list[str]:
     page = data.get("entities") or {}
     if not page.get("totalCount") or not page.get("nodes"):
@@ -170,6 +238,20 @@ def scenarios(inputs: Inputs) -> list[Scenario]:
             FILTERED_LIST,
             {"owner": inputs.owner},
             _filtered_list(inputs.owner_components),
+        ),
+        Scenario(
+            "sorted list",
+            20,
+            SORTED_LIST,
+            {},
+            _sorted(inputs.production_components, _owner_ref, descending=True),
+        ),
+        Scenario(
+            "several kinds sorted",
+            20,
+            SORTED_KINDS,
+            {},
+            _sorted(inputs.users_resources_apis, _system_ref, descending=False),
         ),
         Scenario(f"search {SEARCH_WORD!r}", 100, SEARCH, {"text": SEARCH_WORD}, _search),
         Scenario(f"search {SEARCH_TYPO!r}", 100, SEARCH, {"text": SEARCH_TYPO}, _search),

@@ -213,7 +213,11 @@ class Target:
 
 
 class Rule(Protocol):
-    """Finds a mutation's target from its arguments, and pictures it again after the change."""
+    """Finds a mutation's target from its arguments, and pictures it again after the change.
+
+    A rule may set ``owners_only = False``: what its mutations change is the viewer's own (their
+    stars), so anyone signed in as a person may make them, whoever owns the target. A rule
+    without the attribute is for owners (and admins)."""
 
     admin_only: bool
 
@@ -263,6 +267,8 @@ class Authorize(FieldExtension):
         super().__init__()
         self.rule = rule
         self.action = action
+        # Read once; rules written before the attribute existed are for owners.
+        self.owners_only = bool(getattr(rule, "owners_only", True))
 
     async def resolve_async(
         self, next_: Any, source: Any, info: Info[Context, None], **kwargs: Any
@@ -306,6 +312,8 @@ class Authorize(FieldExtension):
         viewer = context.viewer
         if viewer.ref is None and "admin" not in viewer.scopes:
             return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+        if not self.owners_only:
+            return self._personal_denial(viewer)
         if await is_admin(context):
             return None
         if self.rule.admin_only:
@@ -321,6 +329,15 @@ class Authorize(FieldExtension):
                     f"{owner_ref or 'nobody'}, and only its owners' members and admins may "
                     "change it"
                 )
+        return None
+
+    def _personal_denial(self, viewer: Viewer) -> NotAuthorized | None:
+        """What the viewer changes is theirs: it takes a person (a user, or a token acting as
+        one) and the right to write."""
+        if viewer.ref is None or not viewer.ref.startswith("user:"):
+            return NotAuthorized(f"{self.action} is a person's own: it needs a signed-in user")
+        if not viewer.scopes & {"write", "admin"}:
+            return NotAuthorized(f"{self.action} needs a token with the write scope")
         return None
 
 

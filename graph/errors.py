@@ -16,7 +16,13 @@ from strawberry.extensions import SchemaExtension
 from strawberry.relay import GlobalIDValueError
 from strawberry.types import ExecutionContext
 
-from sources.errors import CatalogError, DatabaseUnavailable, NotAuthenticated, NotAuthorized
+from sources.errors import (
+    CatalogError,
+    DatabaseUnavailable,
+    NotAuthenticated,
+    NotAuthorized,
+    NotFound,
+)
 
 __all__ = ["AtriumSchema", "MaskUnexpectedErrors", "error_code", "format_error", "mask_unexpected"]
 
@@ -26,6 +32,7 @@ log = logging.getLogger("atrium.errors")
 _USER_ERRORS: dict[type[Exception], str] = {
     NotAuthenticated: "UNAUTHENTICATED",
     NotAuthorized: "FORBIDDEN",
+    NotFound: "NOT_FOUND",  # before CatalogError: the first class that matches gives the code
     CatalogError: "BAD_USER_INPUT",
     DatabaseUnavailable: "SERVICE_UNAVAILABLE",
     # Strawberry raises it only on a global ID a client sent: one naming a type that is not

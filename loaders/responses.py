@@ -99,12 +99,13 @@ def viewer_answer_key(shared: str, viewer: Viewer) -> str:
 
 def tags_changed_by(keys: Iterable[str]) -> set[str]:
     """What a change to these keys makes stale: each key, and for entity refs their kind's
-    lists and the whole-catalog answers."""
+    lists and the whole-catalog answers. Keys that only hold a ref (``stars:<ref>``,
+    ``deploys:<ref>``) are not entity refs: a change of what they name leaves lists alone."""
     tags: set[str] = set()
     for key in keys:
         tags.add(key)
         kind, colon, rest = key.partition(":")
-        if colon and "/" in rest and kind != "kind":
+        if colon and "/" in rest and ":" not in rest and kind != "kind":
             tags.add(f"kind:{kind}")
             tags.add(WHOLE_CATALOG)
     return tags

@@ -13,8 +13,9 @@ from loaders.catalog import ENTITY_BY_REF, RELATED_REFS
 from loaders.registry import RequestLoaders
 from sources.catalog import queries
 from sources.catalog.documents import parse_documents
+from sources.catalog.listing import Order, list_entities
 from sources.catalog.placeholders import FetchPolicy
-from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Order, SearchQuery
+from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, SearchQuery
 from sources.catalog.refs import canonical_kind, normalize_ref
 from sources.catalog.store import ApplyResult, apply_batch
 from sources.catalog.store import delete_entity as delete_stored
@@ -57,6 +58,7 @@ class FilterArgs:
     system: list[str] | None = None
     namespace: list[str] | None = None
     labels: dict[str, str] | None = None
+    refs: list[str] | None = None
 
     def normalise(self) -> EntityFilter:
         for values in (self.type, self.lifecycle, self.tag, self.namespace):
@@ -73,6 +75,9 @@ class FilterArgs:
             systems=_each(self.system, lambda r: normalize_ref(r, default_kind="System")),
             namespaces=[n.lower() for n in self.namespace] if self.namespace else None,
             labels=self.labels or None,
+            # Whole refs only: a ref filter names entities, so no kind is taken for granted.
+            # An empty list is kept, and matches nothing.
+            refs=None if self.refs is None else list(dict.fromkeys(map(normalize_ref, self.refs))),
         )
 
 
@@ -135,21 +140,19 @@ async def entities_page(
         order = Order.RELEVANCE if prepared is not None else Order.NAME_ASC
     elif order is Order.RELEVANCE and prepared is None:
         raise CatalogError("ordering by relevance needs a search")
-    relevance = order is Order.RELEVANCE
-    position = _decode_cursor(after, relevance=relevance) if after else None
-    records = await queries.list_entities(
-        db, where, prepared, order=order, after=position, limit=first + 1
-    )
-    has_next = len(records) > first
-    records = records[:first]
+    position = _decode_cursor(after, order) if after else None
+    rows = await list_entities(db, where, prepared, order=order, after=position, limit=first + 1)
+    has_next = len(rows) > first
+    rows = rows[:first]
     by_ref = loaders[ENTITY_BY_REF]
-    for record in records:
+    for record, _ in rows:
         by_ref.prime(record.ref, record)
-    if relevance:
+    if order is Order.RELEVANCE:
         start = position if isinstance(position, int) else 0
-        cursors = [_encode_cursor(start + i + 1) for i in range(len(records))]
+        cursors = [_encode_cursor(start + i + 1) for i in range(len(rows))]
     else:
-        cursors = [_encode_cursor([r.name.lower(), r.ref]) for r in records]
+        cursors = [_encode_cursor([order.value, key, record.ref]) for record, key in rows]
+    records = [record for record, _ in rows]
     return EntitiesPage(records, cursors, has_next, after is not None, where, prepared)
 
 
@@ -181,22 +184,36 @@ def _encode_cursor(value: object) -> str:
     return base64.urlsafe_b64encode(orjson.dumps(value)).decode()
 
 
-def _decode_cursor(cursor: str, *, relevance: bool) -> tuple[str, str] | int:
+def _decode_cursor(cursor: str, order: Order) -> tuple[str | None, str] | int:
+    """The position a cursor of ``order`` stands for: an offset for relevance, else the sort
+    key and ref of the last entity seen (the key null past every entity that has one)."""
     try:
         value = orjson.loads(base64.urlsafe_b64decode(cursor.encode()))
     except (binascii.Error, ValueError, orjson.JSONDecodeError):
         raise InvalidCursor(f"after: {cursor[:40]!r} is not a cursor this API issued") from None
-    if relevance and isinstance(value, int) and 0 <= value <= _MAX_OFFSET:
-        return value
-    if (
-        not relevance
+    if order is Order.RELEVANCE:
+        if isinstance(value, int) and 0 <= value <= _MAX_OFFSET:
+            return value
+    elif isinstance(value, list) and len(value) == 3 and value[0] == order.value:
+        _, key, ref = value
+        nullable = order.key is not None and order.key.nullable
+        if (
+            isinstance(ref, str)
+            and unstorable(ref) is None
+            and ((isinstance(key, str) and unstorable(key) is None) or (key is None and nullable))
+        ):
+            return key, ref
+    elif (
+        order in (Order.NAME_ASC, Order.NAME_DESC)
         and isinstance(value, list)
         and len(value) == 2
         and all(isinstance(v, str) and unstorable(v) is None for v in value)
     ):
+        # A name cursor from before cursors named their order: pages open in browsers and
+        # answers still in the response cache hold them.
         return value[0], value[1]
     # Decoded, a cursor is JSON the client could have written: one this API never issued (a
-    # NUL inside, an offset past any catalog) must not reach SQL.
+    # NUL inside, an offset past any catalog), or one of another order, must not reach SQL.
     raise InvalidCursor(
         f"after: {cursor[:40]!r} is not a cursor this API issued for this ordering and search"
     )

@@ -5,6 +5,7 @@ AtriumError
 ├── MigrationError            a migration failed, or an applied one was changed
 └── CatalogError
     ├── InvalidRef            an entity reference that does not parse
+    ├── NotFound              no entity has the reference a change names
     └── EntityValidationError an entity document that breaks the model's rules
 """
 
@@ -20,6 +21,7 @@ __all__ = [
     "MigrationError",
     "NotAuthenticated",
     "NotAuthorized",
+    "NotFound",
     "SyncBraked",
 ]
 
@@ -57,6 +59,10 @@ class CatalogError(AtriumError):
 
 
 class InvalidRef(CatalogError):
+    pass
+
+
+class NotFound(CatalogError):
     pass
 
 

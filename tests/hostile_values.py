@@ -82,7 +82,9 @@ DOMAIN_STRINGS = [
     _CHECKOUT_MANIFEST,
     _SEARCH_MANIFEST,
     _CATALOG_DOCUMENT,
-    _b64(["checkout", "component:default/checkout"]),  # a name-order cursor
+    _b64(["name", "checkout", "component:default/checkout"]),  # a name-order cursor
+    _b64(["owner", None, "component:default/checkout"]),  # past the owned, by owner
+    _b64(["checkout", "component:default/checkout"]),  # a name cursor of an earlier form
     _b64(3),  # a relevance cursor
     base64.b64encode(b"Component:component:default/checkout").decode(),  # a global ID
 ]
@@ -140,6 +142,9 @@ HOSTILE_IDS = [
     _b64(["a\x00", "b"]),
     _b64(b'["a","\\ud800"]'),
     _b64([1, 2]),
+    _b64(["title", None, "component:default/checkout"]),  # titles are never missing
+    _b64(["owner", "a\x00", "b"]),
+    _b64(["nope", "a", "b"]),
     _b64(2**63),
     _b64(-1),
     _b64(b"\xff\xfe\x00"),

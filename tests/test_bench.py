@@ -35,6 +35,8 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
     for scenario in (
         "entity page",
         "filtered list",
+        "sorted list",
+        "several kinds sorted",
         "search 'chekout'",
         "facets",
         "no-change resync",

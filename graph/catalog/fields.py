@@ -11,12 +11,13 @@ from graph.catalog.types import CATALOG_CACHE, INHERIT, Entity, entity_from_reco
 from graph.context import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
-from sources.catalog.queries import FacetField, Order
+from sources.catalog.listing import Order
+from sources.catalog.queries import FacetField
 from sources.catalog.refs import normalize_ref
 from sources.catalog.store import ApplyResult
-from sources.errors import CatalogError
+from sources.errors import CatalogError, InvalidRef
 
-__all__ = ["CatalogMutation", "CatalogQuery", "catalog_query"]
+__all__ = ["CatalogMutation", "CatalogQuery", "catalog_query", "filter_args"]
 
 
 @strawberry.input(description="Each field matches any of its values; fields combine with AND.")
@@ -35,14 +36,21 @@ class EntityFilter:
     labels: JSON | None = strawberry.field(
         default=None, description='Labels that must all match, as {"key": "value"}.'
     )
+    refs: list[str] | None = strawberry.field(
+        default=None,
+        description="Only these entities: whole refs (kind:namespace/name, the namespace "
+        "optional), at most as many as a page may hold; an empty list matches nothing.",
+    )
 
-    def args(self) -> FilterArgs:
+    def args(self, max_refs: int) -> FilterArgs:
         labels = self.labels
         if labels is not None and (
             not isinstance(labels, dict)
             or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
         ):
             raise CatalogError('filter.labels must be an object of strings, as {"a": "b"}')
+        if self.refs is not None and len(self.refs) > max_refs:
+            raise CatalogError(f"filter.refs may name at most {max_refs} entities")
         return FilterArgs(
             kind=self.kind,
             type=self.type,
@@ -52,7 +60,13 @@ class EntityFilter:
             system=self.system,
             namespace=self.namespace,
             labels=labels,
+            refs=self.refs,
         )
+
+
+def filter_args(info: Info, filter: EntityFilter | None) -> FilterArgs | None:
+    """A list field's filter as the resolvers take it; refs bounded by the page size."""
+    return filter.args(info.context.settings.max_page_size) if filter else None
 
 
 # The sources' enums, exposed under the schema's names.
@@ -189,7 +203,7 @@ class CatalogQuery:
         page = await resolve.entities_page(
             info.context.db,
             info.context.loaders,
-            filter.args() if filter else None,
+            filter_args(info, filter),
             search,
             order=order_by,
             first=first,
@@ -210,13 +224,19 @@ class CatalogQuery:
             raise CatalogError("first must be between 1 and 1000")
         info.context.depends_on(*_list_tags(filter))
         counts = await resolve.facets(
-            info.context.db, field, filter.args() if filter else None, search, first
+            info.context.db, field, filter_args(info, filter), search, first
         )
         return [Facet(value=value, count=count) for value, count in counts]
 
 
 def _list_tags(filter: EntityFilter | None) -> list[str]:
-    """A list of some kinds changes with any entity of those kinds; of all kinds, with any."""
+    """A list of some refs changes only with those entities; of some kinds, with any entity of
+    those kinds; of all kinds, with any."""
+    if filter is not None and filter.refs is not None:
+        try:
+            return [normalize_ref(ref) for ref in filter.refs]
+        except InvalidRef:
+            return ["catalog"]  # the list itself refuses them
     if filter is not None and filter.kind:
         return [f"kind:{kind.strip().lower()}" for kind in filter.kind]
     return ["catalog"]

@@ -10,53 +10,28 @@ import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
 
-from graph.cache_control import CacheControl
+from graph.cache_control import CacheControl, CacheScope
+from graph.catalog.parts import INHERIT, ApiRemote, EntityLink, Profile, UnavailableField
 from graph.context import Info
 from resolvers import catalog as resolve
+from resolvers import stars
 from sources.catalog.queries import EntityRecord
 from sources.errors import CatalogError
 
-__all__ = ["CATALOG_CACHE", "ENTITY_TYPES", "INHERIT", "Entity", "entity_from_record"]
+__all__ = [
+    "CATALOG_CACHE",
+    "ENTITY_TYPES",
+    "INHERIT",
+    "VIEWERS_OWN",
+    "Entity",
+    "entity_from_record",
+]
 
 # Catalog data changes by imports and syncs, which drop cached answers at once; the age bounds
 # what browsers and proxies may keep without asking again.
 CATALOG_CACHE = CacheControl(max_age=60)
-INHERIT = CacheControl(inherit_max_age=True)
-
-
-@strawberry.type(directives=[INHERIT], description="A link shown on an entity's page.")
-class EntityLink:
-    url: str
-    title: str | None
-    icon: str | None
-    type: str | None
-
-
-@strawberry.type(
-    directives=[INHERIT],
-    description="A field of an entity whose placeholder ($text, $json or $yaml) could not be "
-    "read at its last import: the entity is kept with the field empty, and the next import "
-    "tries again.",
-)
-class UnavailableField:
-    field: str = strawberry.field(description="Its path in the document, as spec.definition.")
-    reason: str = strawberry.field(description="What could not be read, and why.")
-
-
-@strawberry.type(
-    directives=[INHERIT],
-    description="A transport endpoint of an API (an MCP server or an AI model server, say).",
-)
-class ApiRemote:
-    type: str = strawberry.field(description="The transport: streamable-http, sse, stdio...")
-    url: str = strawberry.field(description="The endpoint (for stdio, the command).")
-
-
-@strawberry.type(directives=[INHERIT], description="How a person or team presents itself.")
-class Profile:
-    display_name: str | None
-    email: str | None
-    picture: str | None
+# The viewer's own: kept for them alone, and dropped when their stars change.
+VIEWERS_OWN = CacheControl(scope=CacheScope.PRIVATE)
 
 
 @strawberry.type(
@@ -104,6 +79,17 @@ class Entity(relay.Node):
             UnavailableField(field=path, reason=reason)
             for path, reason in sorted(self.record.unavailable.items())
         ]
+
+    @strawberry.field(
+        description="Whether the person asking starred this entity; false for nobody.",
+        directives=[VIEWERS_OWN],
+    )
+    async def viewer_starred(self, info: Info) -> bool:
+        user = info.context.viewer.ref
+        if user is None:
+            return False
+        info.context.depends_on(stars.stars_tag(user))
+        return await stars.is_starred(info.context.loaders, user, self.ref)
 
     @strawberry.field(description="Relations of the given types, such as ownedBy or dependsOn.")
     async def relations(self, info: Info, types: list[str]) -> list[Relation]:

@@ -7,7 +7,13 @@ from dataclasses import replace
 import strawberry
 
 from graph.authz import is_admin
-from graph.catalog.fields import EntityConnection, EntityFilter, check_page_size, connection
+from graph.catalog.fields import (
+    EntityConnection,
+    EntityFilter,
+    check_page_size,
+    connection,
+    filter_args,
+)
 from graph.catalog.types import entity_from_record
 from graph.context import Info
 from graph.ownership.types import AuditLogEntry, LdapSyncRun, Ownership, ViewerType
@@ -46,7 +52,7 @@ class OwnershipQuery:
     ) -> EntityConnection:
         check_page_size(info, first)
         owners = await resolve.owner_set(info.context.loaders, ref, transitive=transitive)
-        args = replace(filter.args() if filter else FilterArgs(), owner=owners)
+        args = replace(filter_args(info, filter) or FilterArgs(), owner=owners)
         page = await catalog_resolvers.entities_page(
             info.context.db, info.context.loaders, args, None, order=None, first=first, after=after
         )

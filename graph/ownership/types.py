@@ -12,7 +12,9 @@ from graph.catalog.types import CATALOG_CACHE, Entity, Group, User, entity_from_
 from graph.context import Info
 from resolvers import catalog as catalog_resolvers
 from resolvers import ownership as resolve
+from resolvers import stars
 from sources.audit import AuditEntry
+from sources.errors import CatalogError
 from sources.ldap.runs import SyncRun
 
 __all__ = ["AuditLogEntry", "LdapSyncRun", "Ownership", "SkippedRecord", "ViewerType"]
@@ -78,6 +80,20 @@ class ViewerType:
             return None
         found = await _entities(info, [self.ref], User)
         return found[0] if found else None
+
+    @strawberry.field(
+        description="Entities the viewer starred, newest star first; none for nobody. Stars "
+        "of entities that no longer exist are left out."
+    )
+    async def starred(self, info: Info, first: int = 50) -> list[Entity]:
+        limit = info.context.settings.max_page_size
+        if not 0 <= first <= limit:
+            raise CatalogError(f"first must be between 0 and {limit}")
+        if self.ref is None:
+            return []
+        info.context.depends_on(stars.stars_tag(self.ref))
+        records = await stars.starred(info.context.loaders, info.context.db, self.ref, first)
+        return [entity_from_record(r) for r in records]
 
     @strawberry.field(description="Every group the viewer is in, directly or through nesting.")
     async def groups(self, info: Info) -> list[Group]:

@@ -1,4 +1,4 @@
-"""Reading the catalog: entities by ref, relations, filtered and searched lists, facets."""
+"""Reading the catalog: entities by ref, relations, the filter and search of lists, facets."""
 
 from __future__ import annotations
 
@@ -14,15 +14,15 @@ from sources.catalog.vocabulary import corrections
 from sources.db import Executor
 
 __all__ = [
+    "COLUMNS",
+    "WHERE",
     "EntityFilter",
     "EntityRecord",
     "FacetField",
-    "Order",
     "SearchQuery",
     "count_entities",
     "entities_by_refs",
     "facet_counts",
-    "list_entities",
     "prepare_search",
     "refs_owned_by",
     "relations_of",
@@ -74,11 +74,12 @@ class EntityFilter:
     systems: list[str] | None = None
     namespaces: list[str] | None = None
     labels: dict[str, str] | None = None
+    refs: list[str] | None = None  # an empty list matches nothing
 
     @property
     def kinds_only(self) -> bool:
         """True when nothing but kinds is filtered: the precomputed counts can answer."""
-        return self.params()[1:] == (None,) * 7
+        return self.params()[1:] == (None,) * 8
 
     def params(self) -> tuple[Any, ...]:
         return (
@@ -90,6 +91,7 @@ class EntityFilter:
             self.systems,
             self.namespaces,
             self.labels,
+            self.refs,
         )
 
 
@@ -123,17 +125,26 @@ _FACET_COLUMNS: Final = {
 }
 
 
-# $1..$8 are EntityFilter.params(); $9 a tsquery text or null.
-_WHERE: Final = """
-    ($1::text[] is null or e.kind = any($1))
-    and ($2::text[] is null or e.spec_type = any($2))
-    and ($3::text[] is null or e.owner_ref = any($3))
-    and ($4::text[] is null or e.lifecycle = any($4))
+# $1..$9 are EntityFilter.params(); $10 a tsquery text or null. A single value of a column
+# lists sort on is compared as an equality, not as a one-item array: the planner then takes
+# that column as fixed and reads a sorted page from a range of an index that starts with it
+# (it never matches "= any" to an index's order).
+WHERE: Final = """
+    ($1::text[] is null
+     or case when cardinality($1) = 1 then e.kind = $1[1] else e.kind = any($1) end)
+    and ($2::text[] is null
+         or case when cardinality($2) = 1 then e.spec_type = $2[1] else e.spec_type = any($2) end)
+    and ($3::text[] is null
+         or case when cardinality($3) = 1 then e.owner_ref = $3[1] else e.owner_ref = any($3) end)
+    and ($4::text[] is null
+         or case when cardinality($4) = 1 then e.lifecycle = $4[1] else e.lifecycle = any($4) end)
     and ($5::text[] is null or e.tags && $5)
-    and ($6::text[] is null or e.system_ref = any($6))
+    and ($6::text[] is null
+         or case when cardinality($6) = 1 then e.system_ref = $6[1] else e.system_ref = any($6) end)
     and ($7::text[] is null or e.namespace = any($7))
     and ($8::jsonb is null or e.labels @> $8)
-    and ($9::text is null or e.search @@ to_tsquery('english', $9))
+    and ($9::text[] is null or e.ref = any($9))
+    and ($10::text is null or e.search @@ to_tsquery('english', $10))
 """
 
 BY_REFS: Final = f"select {COLUMNS} from entities e where e.ref = any($1::text[])"
@@ -152,32 +163,7 @@ where source_ref = any($1::text[])
 order by source_ref, type, target_ref
 """
 
-# Keyset pagination on (lower(name), ref): stable under inserts, fast at any depth.
-LIST_BY_NAME: Final = f"""
-select {COLUMNS} from entities e
-where {_WHERE}
-  and ($10::text is null or (lower(e.name), e.ref) > ($10, $11))
-order by lower(e.name), e.ref
-limit $12
-"""
-LIST_BY_NAME_DESC: Final = f"""
-select {COLUMNS} from entities e
-where {_WHERE}
-  and ($10::text is null or (lower(e.name), e.ref) < ($10, $11))
-order by lower(e.name) desc, e.ref desc
-limit $12
-"""
-# Relevance: title and name matches weigh most; an exact name beats everything. Offset-paged,
-# since scores are not a stable key.
-LIST_BY_RELEVANCE: Final = f"""
-select {COLUMNS} from entities e
-where {_WHERE}
-order by (lower(e.name) = $10) desc,
-         ts_rank(e.search, to_tsquery('english', $9)) desc,
-         e.ref
-offset $11 limit $12
-"""
-COUNT: Final = f"select count(*) from entities e where {_WHERE}"
+COUNT: Final = f"select count(*) from entities e where {WHERE}"
 COUNT_BY_KINDS: Final = """
 select coalesce(sum(count), 0) from facet_counts
 where field = 'kind' and ($1::text[] is null or kind = any($1))
@@ -186,15 +172,15 @@ where field = 'kind' and ($1::text[] is null or kind = any($1))
 FACETS: Final = {
     field: f"""
     select e.{column} as value, count(*) as count from entities e
-    where {_WHERE} and e.{column} is not null
-    group by 1 order by 2 desc, 1 limit $10
+    where {WHERE} and e.{column} is not null
+    group by 1 order by 2 desc, 1 limit $11
     """
     for field, column in _FACET_COLUMNS.items()
 } | {
     FacetField.TAG: f"""
     select t.value, count(*) as count from entities e cross join unnest(e.tags) as t(value)
-    where {_WHERE}
-    group by 1 order by 2 desc, 1 limit $10
+    where {WHERE}
+    group by 1 order by 2 desc, 1 limit $11
     """
 }
 
@@ -244,39 +230,6 @@ async def prepare_search(db: Executor, text: str) -> SearchQuery:
         alternatives = [f"{word}:*", *(t for t in fixes.get(word, []) if t != word)]
         groups.append("(" + " | ".join(alternatives) + ")")
     return SearchQuery(text, " & ".join(groups))
-
-
-class Order(Enum):
-    NAME_ASC = "name"
-    NAME_DESC = "name_desc"
-    RELEVANCE = "relevance"
-
-
-async def list_entities(
-    db: Executor,
-    where: EntityFilter,
-    search: SearchQuery | None,
-    *,
-    order: Order,
-    after: tuple[str, str] | int | None,
-    limit: int,
-) -> list[EntityRecord]:
-    """One page. ``after`` is a (name, ref) key for name order, an offset for relevance."""
-    tsquery = search.tsquery if search else None
-    if search is not None and tsquery is None:
-        return []
-    if order is Order.RELEVANCE:
-        if search is None:
-            raise ValueError("relevance order needs a search")
-        offset = after if isinstance(after, int) else 0
-        rows = await db.fetch(
-            LIST_BY_RELEVANCE, *where.params(), tsquery, search.text.strip().lower(), offset, limit
-        )
-    else:
-        key = after if isinstance(after, tuple) else (None, None)
-        sql = LIST_BY_NAME_DESC if order is Order.NAME_DESC else LIST_BY_NAME
-        rows = await db.fetch(sql, *where.params(), tsquery, key[0], key[1], limit)
-    return [EntityRecord.from_row(r) for r in rows]
 
 
 async def count_entities(db: Executor, where: EntityFilter, search: SearchQuery | None) -> int:

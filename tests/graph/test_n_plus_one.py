@@ -28,6 +28,8 @@ query($n: Int!) {
   }
 }
 """
+# The same list, each row saying whether the person asking starred it.
+STARRED_LIST = LIST.replace("ref title tags", "ref title tags viewerStarred")
 
 
 def organisation(components: int) -> str:
@@ -67,14 +69,16 @@ async def org_client(client: Client) -> Client:
     return client
 
 
-async def queries_for(client: Client, n: int, *, cold: bool = True) -> int:
+async def queries_for(
+    client: Client, n: int, *, cold: bool = True, query: str = LIST, user: str | None = None
+) -> int:
     """SQL statements for a list of ``n`` components, on a cold in-process cache unless not
     ``cold``."""
     db = client.services.db
     if cold:
         client.services.caches.clear_local()
     before = db.queries
-    body = await client.gql(LIST, {"n": n})
+    body = await client.gql(query, {"n": n}, user=user)
     assert len(body["data"]["entities"]["nodes"]) == n
     return db.queries - before  # type: ignore[no-any-return]
 
@@ -88,6 +92,24 @@ async def test_one_and_fifty_entities_cost_the_same_queries(org_client: Client) 
     # Warm, every entity and relation comes from the in-process cache: the list and its
     # count are all that reach SQL.
     assert await queries_for(org_client, 50, cold=False) == 2
+
+
+async def test_whether_the_viewer_starred_each_row_is_one_statement(org_client: Client) -> None:
+    starred = ["component:c000", "component:c007", "component:c042"]
+    for ref in starred:
+        body = await org_client.gql(
+            "mutation($r: String!) { starEntity(ref: $r) { ref } }", {"r": ref}, user="u1"
+        )
+        assert "errors" not in body
+    plain = await queries_for(org_client, 50, user="u1")
+    one = await queries_for(org_client, 1, query=STARRED_LIST, user="u1")
+    fifty = await queries_for(org_client, 50, query=STARRED_LIST, user="u1")
+    assert one == fifty == plain + 1
+    body = await org_client.gql(STARRED_LIST, {"n": 50}, user="u1")
+    shown = {n["ref"] for n in body["data"]["entities"]["nodes"] if n["viewerStarred"]}
+    assert shown == {ref.replace(":", ":default/") for ref in starred}
+    # Nobody has stars: nothing to ask.
+    assert await queries_for(org_client, 50, query=STARRED_LIST) == plain
 
 
 async def test_a_partly_warm_cache_costs_what_the_rows_do_not_hold(org_client: Client) -> None:

@@ -8,7 +8,8 @@ the same cache tags. The operations:
 - every query and mutation of the console's persisted-query manifest, with variables drawn by
   Hypothesis from each variable's type (the demo's names, missing and malformed ones, hostile
   strings, sizes out of range) and as four viewers (nobody, an owner, a non-owner, an admin);
-  mutations run only as viewers who are refused, so both runs see the same state;
+  mutations run only as viewers who are refused (or whose change is idempotent: any signed-in
+  person may star, and starring twice is starring once), so both runs see the same state;
 - every operation written in the test suite (string literals anywhere under ``tests/`` that
   parse and validate against the assembled schema), with drawn variables;
 - queries Hypothesis generates from the schema (hypothesis-graphql), over the catalog's
@@ -79,7 +80,8 @@ NOT_OWNER = Viewer("user:default/marcus.johnson", "proxy", frozenset({"read", "w
 ANONYMOUS = Viewer(None, "anonymous", frozenset({"read"}))
 ADMIN = Viewer(None, "token", frozenset({"read", "write", "admin"}), token_name="tests")
 VIEWERS = {"anonymous": ANONYMOUS, "owner": OWNER, "not-owner": NOT_OWNER, "admin": ADMIN}
-# Mutations run only as viewers who are refused: both runs then see the same state.
+# Mutations run only as viewers who are refused: both runs then see the same state. (The
+# not-owner may star, but a second star changes nothing: the runs still agree.)
 REFUSED = {"anonymous": ANONYMOUS, "not-owner": NOT_OWNER}
 
 # Strings variables are drawn from, by variable name; others draw from GENERAL.

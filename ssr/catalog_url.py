@@ -84,6 +84,15 @@ def parse(params: Mapping[str, Any]) -> CatalogState:
     )
 
 
+def viewer_refs(answer: dict[str, Any] | None) -> tuple[list[str], list[str]]:
+    """The viewer's teams (every group they are in, at any depth) and their stars, from the
+    CatalogViewer operation's answer."""
+    viewer = (answer or {}).get("viewer") or {}
+    teams = sorted(str(g["ref"]) for g in viewer.get("groups") or [])
+    stars = [str(e["ref"]) for e in viewer.get("starred") or []]
+    return teams, stars
+
+
 def order_by(state: CatalogState) -> str:
     if state.sort is None:
         return "RELEVANCE" if state.search else "TITLE_ASC"

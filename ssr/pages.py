@@ -47,7 +47,13 @@ async def home_page(request: Request) -> Response:
 
 async def catalog_page(request: Request) -> Response:
     state = catalog_url.parse(request.query_params)
-    variables = catalog_url.variables(state)
+
+    def operations(prelude: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+        mine, starred = catalog_url.viewer_refs(prelude.get("CatalogViewer"))
+        return [
+            ("CatalogList", catalog_url.variables(state, mine, starred)),
+            ("CatalogFacets", catalog_url.facet_variables(state, mine, starred)),
+        ]
 
     def meta(data: dict[str, Any]) -> tuple[str, str]:
         title = f"“{state.search}” in the catalog" if state.search else "Catalog"
@@ -58,9 +64,12 @@ async def catalog_page(request: Request) -> Response:
         Page(
             "catalog",
             "catalog.html",
-            [("CatalogList", variables), ("CatalogFacets", catalog_url.facet_variables(state))],
+            operations({}),
             meta,
             context={"state": state, "search": state.search},
+            # "Mine" and "starred" are the viewer's: their teams and stars first.
+            prelude=[("CatalogViewer", {})] if state.mine or state.starred else [],
+            then=operations,
         ),
     )
 

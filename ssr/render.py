@@ -87,6 +87,10 @@ class Page:
     panels: str | None = None  # which page's plugin panels it shows: "entity" or "team"
     context: dict[str, Any] = field(default_factory=dict)
     status: int = 200
+    # Operations whose answers the page's own depend on (run first, embedded too), and how
+    # the page's operations follow from them.
+    prelude: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
+    then: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] | None = None
 
 
 async def render(request: Request, page: Page) -> Response:
@@ -133,6 +137,9 @@ async def _respond(request: Request, page: Page) -> Response:
     template, status = page.template, page.status
     if not services.settings.ssr:
         template, operations, panels = "shell.html", [], []
+    before = [await _run(request, services, console, viewer, *op) for op in page.prelude]
+    if page.then is not None and services.settings.ssr:
+        operations = page.then({a.name: a.data for a in before if a.data is not None})
     answers = [await _run(request, services, console, viewer, *op) for op in operations]
     main = answers[0] if answers else None
     data = {a.name: a.data for a in answers if a.data is not None}
@@ -145,6 +152,9 @@ async def _respond(request: Request, page: Page) -> Response:
     else:
         answers += await _panel_answers(request, services, console, viewer, panels, page.ref)
         data = {a.name: a.data for a in answers if a.data is not None}
+    if template != "shell.html":
+        answers += [a for a in before if a.data is not None]
+        data |= {a.name: a.data for a in before if a.data is not None}
     kept = [a for a in answers if a.data is not None]
     about = await page_data(services, console, viewer)
     title, description = _meta(page, template, status, data, main)

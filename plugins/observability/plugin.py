@@ -43,23 +43,40 @@ class ObservabilityPlugin:
         builder.use("workloads", optional=True)
         builder.mutation(SilenceMutation)
         # The console's panels (web/src/plugins/observability/), offered only when their
-        # backend is configured: alerts before metrics, whose charts draw below.
-        if settings.alertmanager_url:
-            builder.panel(
-                "entity",
-                "EntityAlerts",
-                template=TEMPLATES / "entity_alerts.html",
-                kinds=("component",),
-            )
-            builder.panel("team", "TeamAlerts", template=TEMPLATES / "team_alerts.html")
+        # backend is configured: metrics, then alerts, each a section of its page.
         if settings.prometheus_url:
             builder.panel(
                 "entity",
                 "EntityMetrics",
                 template=TEMPLATES / "entity_metrics.html",
                 kinds=("component",),
+                section=("metrics", "Metrics"),
             )
-            builder.panel("team", "TeamErrorRatios", template=TEMPLATES / "team_error_ratios.html")
+        if settings.alertmanager_url:
+            builder.panel(
+                "entity",
+                "EntityAlerts",
+                template=TEMPLATES / "entity_alerts.html",
+                kinds=("component",),
+                section=("alerts", "Alerts"),
+            )
+            builder.panel(
+                "team",
+                "TeamAlerts",
+                template=TEMPLATES / "team_alerts.html",
+                section=("alerts", "Alerts"),
+            )
+        if settings.prometheus_url:
+            builder.panel(
+                "team",
+                "TeamErrorRatios",
+                template=TEMPLATES / "team_error_ratios.html",
+                section=("error-ratios", "Error ratios"),
+            )
+        # A PinApp's page: its metrics, alerts and merged log, which the client fetches.
+        builder.panel("workload", "WorkloadObservability", section=("metrics", "Metrics"))
+        builder.panel("workload", "WorkloadObservability", section=("alerts", "Alerts"))
+        builder.panel("workload", "WorkloadLogs", section=("logs", "Logs"))
         builder.migrations(Path(__file__).parent / "migrations")
 
         @contextlib.asynccontextmanager

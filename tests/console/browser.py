@@ -82,14 +82,18 @@ class ConsolePage:
         else:
             await self.quiet()
 
-    async def react_rendered(self) -> None:
-        try:
-            await self.page.wait_for_function("window.__probe.rendered > 0", timeout=5000)
-        except Exception as exc:
-            raise AssertionError(
-                f"React never rendered into #root of {self.page.url}; errors:"
-                f" {self.recorded.errors}"
-            ) from exc
+    async def react_rendered(self, within: float = 5.0) -> None:
+        # Polled from here: Playwright's wait_for_function evaluates its predicate with eval,
+        # which the pages' Content-Security-Policy forbids, as it should.
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + within
+        while not await self.page.evaluate("() => window.__probe.rendered > 0"):
+            if loop.time() > deadline:
+                raise AssertionError(
+                    f"React never rendered into #root of {self.page.url}; errors:"
+                    f" {self.recorded.errors}"
+                )
+            await asyncio.sleep(0.05)
         await self.quiet()
 
     async def quiet(self, quiet_for: float = 0.3, within: float = 10.0) -> None:

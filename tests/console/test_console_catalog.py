@@ -1,14 +1,19 @@
-"""Home and catalog: search suggestions (a misspelt word still finds its service), facets that
-filter, and a paged list; every question asked by persisted GET."""
+"""Home's search and the catalog: suggestions as a person types (a misspelt word still finds
+its service), a table whose filters, order and page are all in the address (Back returns to
+the same page, a reload shows it again), people and teams under their own kinds; every question
+asked by persisted GET."""
 
 from __future__ import annotations
 
+import asyncio
 import re
+from collections.abc import Callable
+from urllib.parse import parse_qs, urlsplit
 
-from playwright.async_api import Browser, Locator, expect
+from playwright.async_api import Browser, expect
 
 from tests.console.browser import ConsolePage, console_page
-from tests.console.demo import OWNER, TEAM
+from tests.console.demo import OWNER
 from tests.console.server import Served
 from tests.console.test_console_navigation import persisted_get
 from tests.console.test_console_pages import ENTITY_PATH
@@ -16,24 +21,17 @@ from tests.console.test_console_pages import ENTITY_PATH
 SEARCH = re.compile("search", re.IGNORECASE)
 
 
-def search_box(page: ConsolePage) -> Locator:
-    return (
-        page.page.locator("#root main")
-        .get_by_role("searchbox", name=SEARCH)
-        .or_(page.page.locator("#root main").get_by_role("combobox", name=SEARCH))
-    )
-
-
-async def test_home_shows_the_viewers_teams_and_suggests_as_they_type(
+async def test_the_header_search_suggests_as_a_person_types(
     browser: Browser, served: Served
 ) -> None:
     async with console_page(browser, served, user=OWNER) as page:
         await page.open("/")
         await expect(
-            page.page.locator(f'#root a[href="/catalog/default/group/{TEAM}"]').first
+            page.page.locator('#root a[href="/catalog/default/group/checkout-team"]').first
         ).to_be_visible()
         page.recorded.clear()
-        await search_box(page).first.fill("chekout")  # misspelt: trigram similarity finds it
+        box = page.page.get_by_role("banner").get_by_role("combobox", name=SEARCH)
+        await box.fill("chekout")  # misspelt: trigram similarity finds it
         suggestion = page.page.get_by_role(
             "option", name=re.compile(r"component:default\/checkout$")
         )
@@ -42,48 +40,105 @@ async def test_home_shows_the_viewers_teams_and_suggests_as_they_type(
         assert asked, "suggestions came without asking /graphql"
         for request in asked:
             persisted_get(request)
+        # The keyboard picks it too: down, Enter.
+        await box.press("ArrowDown")
+        await expect(box).to_have_attribute("aria-activedescendant", re.compile(r"-0$"))
         await suggestion.first.click()
         await expect(page.page).to_have_url(served.url(ENTITY_PATH))
         assert not page.recorded.errors, page.recorded.errors
 
 
-async def rows(page: ConsolePage) -> list[str]:
-    """The entity links of the catalog's list, in order."""
-    hrefs: list[str] = await page.page.eval_on_selector_all(
-        "#root main section li a[href^='/catalog/']",
-        "(links) => links.map((a) => a.getAttribute('href'))",
-    )
-    return hrefs
+async def rows(page: ConsolePage, until: Callable[[list[str]], bool] = bool) -> list[str]:
+    """The entity links of the catalog's table, in order, once `until` holds of them (the
+    table renders when its answer arrives)."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + 5
+    while True:
+        await page.quiet()
+        hrefs: list[str] = await page.page.eval_on_selector_all(
+            "#root main table tbody tr td:first-child a[href^='/catalog/']",
+            "(links) => links.map((a) => a.getAttribute('href'))",
+        )
+        if until(hrefs) or loop.time() > deadline:
+            return hrefs
+        await asyncio.sleep(0.1)
 
 
-async def test_catalog_facets_filter_and_pages_page(browser: Browser, served: Served) -> None:
+def query(page: ConsolePage) -> dict[str, list[str]]:
+    return parse_qs(urlsplit(page.page.url).query)
+
+
+async def test_the_catalogs_filters_order_and_pages_live_in_the_address(
+    browser: Browser, served: Served
+) -> None:
     async with console_page(browser, served) as page:
         await page.open("/catalog")
-        results = page.page.locator("#results")
-        await expect(results).to_have_text(re.compile(r"^\d+ entities$"))
-        first_page = await rows(page)
-        assert len(first_page) >= 10, first_page
-        # A facet: the kind Component, with its count; checked, the list holds that many.
-        facet = page.page.get_by_role("checkbox", name=re.compile(r"^Component \(\d+\)$"))
-        label = await page.page.locator(
-            f"label[for='{await facet.get_attribute('id')}']"
-        ).inner_text()
-        count = int(re.findall(r"\((\d+)\)", label)[0])
-        page.recorded.clear()
-        await facet.check()
-        await expect(results).to_have_text(f"{count} entities")
-        assert "kind=Component" in page.page.url, page.page.url
-        filtered = await rows(page)
-        assert filtered and all("/component/" in href for href in filtered), filtered
-        # The next page: more components, none of the first page's.
-        await page.page.get_by_role("button", name="Next").click()
-        await expect(page.page.locator("#root main section li a").first).not_to_have_attribute(
-            "href", filtered[0]
-        )
+        lead = page.page.locator("#root main .atrium-lead")
+        await expect(lead).to_have_text(re.compile(r"^\d+ entities$"))
+        everything = await rows(page)
+        assert len(everything) == 25, everything
+        # What teams build, not the people and teams themselves.
+        assert not [h for h in everything if "/user/" in h or "/group/" in h], everything
+
+        # A kind: the address says it, every row is one, the count follows.
+        await page.page.get_by_label("Kind").select_option("component")
+        await expect(page.page).to_have_url(re.compile(r"kind=component"))
+        components = await rows(page, lambda found: all("/component/" in h for h in found))
+        assert components and all("/component/" in h for h in components), components
+        assert query(page)["kind"] == ["component"]
+
+        # Sorted by owner, then the next page: each in the address.
+        await page.page.locator("#root main thead").get_by_role("link", name="Owner").click()
+        await expect(page.page).to_have_url(re.compile(r"sort=owner"))
+        by_owner = await rows(page, lambda found: found != components)
+        await page.page.get_by_role("link", name="Next page").click()
+        await expect(page.page).to_have_url(re.compile(r"after="))
+        await expect(
+            page.page.locator("#root main table tbody tr td a").first
+        ).not_to_have_attribute("href", by_owner[0])
         second = await rows(page)
-        assert all("/component/" in href for href in second), second
-        assert second and not set(second) & set(filtered), (filtered, second)
-        assert page.recorded.graphql(), "filtering and paging asked nothing"
+        second_url = page.page.url
+        assert second and not set(second) & set(by_owner), (by_owner, second)
+        assert all("/component/" in h for h in second), second
+
+        # Back: the first page by owner, as it was; Back again: by title.
+        await page.page.go_back()
+        await expect(page.page).not_to_have_url(re.compile(r"after="))
+        await expect(page.page.locator("#root main table tbody tr td a").first).to_have_attribute(
+            "href", by_owner[0]
+        )
+        await page.page.go_back()
+        await expect(page.page).not_to_have_url(re.compile(r"sort="))
+        assert await rows(page, lambda found: found == components) == components
+
         for request in page.recorded.graphql():
             persisted_get(request)
         assert not page.recorded.errors, page.recorded.errors
+        # The second page's address, opened anew, shows it again (from the server).
+        await page.open(second_url.removeprefix(served.base))
+        assert await rows(page, lambda found: found == second) == second
+
+
+async def test_people_are_under_their_own_kind(browser: Browser, served: Served) -> None:
+    async with console_page(browser, served) as page:
+        await page.open("/catalog?kind=user")
+        people = await rows(page)
+        assert people and all("/user/" in h for h in people), people
+        await expect(page.page.locator("#root main h1")).to_have_text("Catalog")
+
+
+async def test_mine_is_the_viewers_teams(browser: Browser, served: Served) -> None:
+    async with console_page(browser, served, user=OWNER) as page:
+        await page.open("/catalog?owner=mine")
+        owners = await page.page.eval_on_selector_all(
+            "#root main table tbody tr td:nth-child(3) a",
+            "(links) => links.map((a) => a.getAttribute('href'))",
+        )
+        assert owners, "nothing owned by the viewer's teams"
+        teams = {
+            "/catalog/default/group/checkout-team",
+            "/catalog/default/group/commerce-bu",
+            "/catalog/default/group/payments-squad",
+        }
+        assert set(owners) <= teams, owners
+        await expect(page.page.get_by_label("Owner")).to_have_value("mine")

@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import re
 import uuid
 from datetime import UTC, datetime
 
@@ -68,22 +69,41 @@ async def _prepared(served: Served) -> None:
     await _event(served, "staging", "7.2.0", "succeeded")
 
 
-async def test_an_owner_promotes_a_release_and_watches_it_roll_out(
+async def test_an_owner_promotes_a_release_after_confirming_and_watches_it_roll_out(
     browser: Browser, served: Served, cluster: Cluster
 ) -> None:
     await _prepared(served)
     async with console_page(browser, served, user=OWNER) as page:
         await page.open(PAGE)
-        panel = page.page.locator("#root section[aria-labelledby=deployments]")
-        await expect(panel).to_contain_text("waiting: 7.2.0")
+        panel = page.page.locator("#root section#deployments")
+        production = panel.locator("ol.atrium-stages > li", has_text="production")
+        staging = panel.locator("ol.atrium-stages > li", has_text="staging")
+        await expect(production).to_contain_text("Waiting: 7.2.0")
         assert not page.recorded.graphql(), [describe(r) for r in page.recorded.graphql()]
-        production = panel.locator("li.atrium-stage", has_text="production")
-        await production.get_by_role("button", name="Promote 7.2.0").click()
-        await expect(production).to_contain_text("in progress")
+        # Staging is bound to no workload and no CD system is configured: nothing is offered.
+        await expect(staging).to_contain_text("Atrium cannot deploy here")
+        assert await staging.get_by_role("button").count() == 0
+        # Promote asks first, naming what changes; cancelling changes nothing.
+        await production.get_by_role("button", name="Promote 7.2.0…").click()
+        dialog = page.page.get_by_role("alertdialog")
+        await expect(dialog).to_contain_text("Promote 7.2.0 to production?")
+        await expect(dialog).to_contain_text("production goes from 7.1.0 to 7.2.0.")
+        page.recorded.clear()
+        await dialog.get_by_role("button", name="Cancel").click()
+        await expect(dialog).to_have_count(0)
+        assert not [r for r in page.recorded.graphql() if r.method == "POST"]
+
+        await production.get_by_role("button", name="Promote 7.2.0…").click()
+        await (
+            page.page.get_by_role("alertdialog").get_by_role("button", name="Promote 7.2.0").click()
+        )
+        status = panel.get_by_role("status").filter(has_text="Promote 7.2.0 to production")
+        await expect(status).to_contain_text("in progress")
         app = cluster.get("pinapps", NAMESPACE, NAME)
         assert app["spec"]["image"] == "registry.junipermarket.example/cart-service:7.2.0"
 
-        # The controller reports the rollout done; the panel hears it without a reload.
+        # The controller reports the rollout done; the panel hears it without a reload, and the
+        # status line says so too (it never keeps saying "in progress").
         replicas = app["spec"]["replicas"]
         await cluster.modify(
             "pinapps",
@@ -104,9 +124,17 @@ async def test_an_owner_promotes_a_release_and_watches_it_roll_out(
                 }
             },
         )
-        await expect(production.locator(".atrium-state")).to_have_text("succeeded")
-        await expect(production.locator("p").first).to_have_text("7.2.0")
+        await expect(production).to_contain_text("succeeded: 7.2.0")
+        await expect(status).to_contain_text("succeeded")
+        await expect(production).to_contain_text(re.compile(r"Runs\W*7\.2\.0"))
         await expect(panel.locator("tbody tr").first).to_contain_text("7.2.0")
+
+        # Rolling back names the release it goes back to, from what runs now.
+        await production.get_by_role("button", name="Roll back to 7.1.0…").click()
+        dialog = page.page.get_by_role("alertdialog")
+        await expect(dialog).to_contain_text("Roll back production?")
+        await expect(dialog).to_contain_text("production goes from 7.2.0 back to 7.1.0.")
+        await dialog.get_by_role("button", name="Cancel").click()
         assert not page.recorded.errors, page.recorded.errors
 
 
@@ -116,14 +144,14 @@ async def test_others_see_the_history_without_buttons_and_teams_their_figures(
     await _event(served, "staging", "7.3.0", "succeeded")
     async with console_page(browser, served, user=NOT_OWNER) as page:
         await page.open(PAGE)
-        panel = page.page.locator("#root section[aria-labelledby=deployments]")
+        panel = page.page.locator("#root section#deployments")
         await expect(panel).to_contain_text("staging")
         assert await panel.get_by_role("button").count() == 0
         await page.open(f"/catalog/default/group/{TEAM}")
-        dora = page.page.locator("#root section[aria-labelledby=dora]")
-        await expect(dora).to_contain_text("Deploys to production")
+        delivery = page.page.locator("#root section#delivery")
+        await expect(delivery).to_contain_text("Deploys to production")
         assert not page.recorded.errors, page.recorded.errors
     async with console_page(browser, served, user=OWNER, javascript=False) as page:
         await page.open(PAGE, rendered=False)
         html = await page.page.content()
-        assert "Deployments" in html and "7.3.0" in html and "Promote 7.3.0" in html
+        assert "Deployments" in html and "7.3.0" in html and "Promote 7.3.0…" in html

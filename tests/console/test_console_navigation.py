@@ -49,7 +49,7 @@ async def follow_owner_link(page: ConsolePage) -> list[Request]:
     await page.page.locator(f'#root a[href="{TEAM_PATH}"]').first.click()
     await expect(page.page).to_have_url(page.served.url(TEAM_PATH))
     await page.quiet()
-    await assert_shows(page, "checkout-team", TEAM_SHOWS)
+    await assert_shows(page, "Checkout", TEAM_SHOWS)
     assert not page.recorded.errors, page.recorded.errors
     return page.recorded.graphql()
 

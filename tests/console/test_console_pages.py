@@ -36,7 +36,7 @@ TEAM_SHOWS = {
 }
 PAGES = {
     ENTITY_PATH: ("Checkout Service", ENTITY_SHOWS, ["EntityPage", "EntityWorkloads"]),
-    TEAM_PATH: (TEAM, TEAM_SHOWS, ["TeamPage", "TeamWorkloads"]),
+    TEAM_PATH: ("Checkout", TEAM_SHOWS, ["TeamPage", "TeamWorkloads"]),
 }
 
 

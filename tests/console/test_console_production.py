@@ -109,7 +109,7 @@ async def test_the_demo_cookie_is_ignored_in_production(
 
 @pytest.mark.parametrize(
     ("path", "shows"),
-    [("/", "Welcome, Amelia Chen"), ("/catalog", "190 entities"), (WORKLOAD_PATH, "Replicas")],
+    [("/", "Welcome, Amelia Chen"), ("/catalog", "115 entities"), (WORKLOAD_PATH, "Replicas")],
 )
 async def test_every_page_works_in_production(
     browser: Browser, production: Served, path: str, shows: str
@@ -121,4 +121,10 @@ async def test_every_page_works_in_production(
         for request in page.recorded.graphql():
             response = await request.response()
             assert response is not None and response.status == 200, describe(request)
-            assert "errors" not in await response.json(), describe(request)
+            # This server has no Prometheus or Alertmanager: their fields say so, nothing else
+            # may fail.
+            errors = (await response.json()).get("errors") or []
+            assert all(e["extensions"]["code"] == "UNAVAILABLE" for e in errors), (
+                describe(request),
+                errors,
+            )

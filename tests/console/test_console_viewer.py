@@ -17,7 +17,7 @@ async def test_acting_as_another_user_never_shows_the_previous_users_answers(
         heading = page.page.locator("#root main h1")
         # Home by client-side navigation: its HomePage answer (the viewer's) comes by GET.
         await page.open("/catalog")
-        await page.page.get_by_role("banner").get_by_role("link", name="Atrium").click()
+        await page.page.get_by_role("banner").get_by_role("link", name="Home").click()
         await expect(heading).to_have_text("Welcome, Amelia Chen")
         # Act as someone else (the header sets the cookie and reloads), then home again.
         await page.page.get_by_role("banner").get_by_role("link", name="Catalog").click()
@@ -25,7 +25,7 @@ async def test_acting_as_another_user_never_shows_the_previous_users_answers(
             await page.page.get_by_label("Act as").select_option(f"user:default/{NOT_OWNER}")
         await page.react_rendered()
         page.recorded.clear()
-        await page.page.get_by_role("banner").get_by_role("link", name="Atrium").click()
+        await page.page.get_by_role("banner").get_by_role("link", name="Home").click()
         await page.quiet()
         home = [r for r in page.recorded.graphql() if "HomePage" in r.url]
         answer = await home[0].response() if home else None

@@ -44,7 +44,7 @@ async def post_from_page(page: ConsolePage, query: str, variables: dict[str, Any
     )
 
 
-async def test_an_owner_scales_a_workload_and_sees_the_new_count(
+async def test_an_owner_scales_a_workload_after_confirming_and_sees_the_new_count(
     browser: Browser, served: Served, cluster: Cluster
 ) -> None:
     _, ids = build()
@@ -52,14 +52,21 @@ async def test_an_owner_scales_a_workload_and_sees_the_new_count(
     wanted = before + 2
     async with console_page(browser, served, user=OWNER) as page:
         await page.open(WORKLOAD_PATH)
-        shown = page.page.locator("#root dt:text-is('Replicas') + dd")
-        await expect(shown).to_have_text(str(before))
-        await page.page.get_by_role("button", name=SCALE_BUTTON).first.click()
-        dialog = page.page.get_by_role("dialog")
+        shown = page.page.locator("#root .atrium-card", has_text="Replicas")
+        await expect(shown).to_contain_text(f"{before} (fixed)")
+        await page.page.get_by_role("button", name="Scale…").click()
+        dialog = page.page.get_by_role("alertdialog")
+        # No PinScaler: the replicas themselves, from what it runs to what is asked.
+        await expect(dialog).to_contain_text(f"Scale {NAME}?")
+        await expect(dialog).to_contain_text(f"It runs {before} replicas, with no PinScaler.")
         await dialog.get_by_label("Replicas").fill(str(wanted))
+        await expect(dialog).to_contain_text(f"New count: {wanted}.")
         page.recorded.clear()
-        await dialog.get_by_role("button", name=SCALE_BUTTON).click()
-        await expect(shown).to_have_text(str(wanted))
+        await dialog.get_by_role("button", name="Scale", exact=True).click()
+        await expect(page.page.locator("#root").get_by_role("status")).to_contain_text(
+            f"{NAME} now runs {wanted} replicas."
+        )
+        await expect(shown).to_contain_text(f"{wanted} (fixed)")
         assert replicas(cluster) == wanted, f"the cluster has {replicas(cluster)}"
         # The console's own mutation, by hash (POST: a mutation is never a GET).
         [sent] = [r for r in page.recorded.graphql() if "ScaleWorkload" in (r.post_data or "")]
@@ -67,6 +74,21 @@ async def test_an_owner_scales_a_workload_and_sees_the_new_count(
         assert sent.method == "POST" and "query" not in body, describe(sent)
         assert body["extensions"]["persistedQuery"]["sha256Hash"] == ids["ScaleWorkload"], body
         assert not page.recorded.errors, page.recorded.errors
+
+
+async def test_a_restart_asks_first_and_cancelling_sends_nothing(
+    browser: Browser, served: Served
+) -> None:
+    async with console_page(browser, served, user=OWNER) as page:
+        await page.open(WORKLOAD_PATH)
+        await page.page.get_by_role("button", name="Restart…").click()
+        dialog = page.page.get_by_role("alertdialog")
+        await expect(dialog).to_contain_text(f"Restart {NAME}?")
+        await expect(dialog).to_contain_text("pods are replaced one at a time")
+        page.recorded.clear()
+        await page.page.keyboard.press("Escape")
+        await expect(dialog).to_have_count(0)
+        assert not [r for r in page.recorded.graphql() if r.method == "POST"]
 
 
 async def test_a_non_owner_sees_no_scale_button_and_is_refused(

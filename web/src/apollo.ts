@@ -17,6 +17,9 @@ export function cache(): InMemoryCache {
       Viewer: { keyFields: [] },
       ClusterStatus: { keyFields: ["name"] },
       Pod: { keyFields: false },
+      // A person's or team's profile belongs to them: answers asking for different parts of it
+      // (a deploy's actor, a team's members) add up instead of replacing one another.
+      Profile: { keyFields: false, merge: true },
       KubeEvent: { keyFields: false },
       Query: {
         fields: {

@@ -72,6 +72,14 @@ export function parse(params: URLSearchParams): CatalogState {
   };
 }
 
+// The viewer's teams and stars, from the CatalogViewer operation's answer.
+export function viewerRefs(answer: any): [string[], string[]] {
+  const viewer = answer?.viewer ?? {};
+  const teams = (viewer.groups ?? []).map((g: any) => String(g.ref)).sort();
+  const stars = (viewer.starred ?? []).map((e: any) => String(e.ref));
+  return [teams, stars];
+}
+
 export function orderBy(state: CatalogState): string {
   if (state.sort === null) return state.search ? "RELEVANCE" : "TITLE_ASC";
   const column = SORTS[state.sort.replace(/^-/, "")];

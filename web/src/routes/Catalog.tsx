@@ -11,6 +11,7 @@ import {
   sortHref,
   sortedBy,
   variables,
+  viewerRefs,
 } from "../catalogUrl";
 import { EntityLink, Person } from "../components/EntityLink";
 import { PageHead } from "../components/PageHead";
@@ -36,8 +37,13 @@ export default function Catalog() {
   const navigate = useNavigate();
   const state = parse(new URLSearchParams(location.search));
   const viewer = pageData.viewer.ref;
-  const list = useQuery<any>(document("CatalogList"), { variables: variables(state) });
-  const facets = useQuery<any>(document("CatalogFacets"), { variables: facetVariables(state) });
+  // "Mine" and "starred" are the viewer's: their teams and stars first.
+  const personal = state.mine || state.starred;
+  const who = useQuery<any>(document("CatalogViewer"), { skip: !personal });
+  const [mine, starred] = viewerRefs(who.data);
+  const waiting = personal && !who.data;
+  const list = useQuery<any>(document("CatalogList"), { variables: variables(state, mine, starred), skip: waiting });
+  const facets = useQuery<any>(document("CatalogFacets"), { variables: facetVariables(state, mine, starred), skip: waiting });
   usePageMeta(
     state.search ? `“${state.search}” in the catalog` : "Catalog",
     "Every service, API, resource, system and domain, with who owns it.",

@@ -1,13 +1,15 @@
 """The demo's cluster: ``atrium serve --demo`` runs an emulated Kubernetes API (the emulator the
-tests use, over HTTP on 127.0.0.1) holding a PinApp for each service of the demo organisation,
-some with a PinScaler, and PinCompute watches it as it would any cluster, named
-``demo (emulated)``.
+tests use, over HTTP on 127.0.0.1) holding, for each service of the demo organisation, a
+production PinApp in a namespace named after its system (with a PinScaler for tier-1 ones) and
+a staging PinApp in ``<system>-staging``, and PinCompute watches it as it would any cluster,
+named ``demo (emulated)``. The deployments plugin's demo sets their images to the releases its
+history says each stage runs; until then they run a placeholder release.
 
-It behaves like a cluster where the console can tell: a small controller moves each PinApp's
-status towards its spec (a replica more ready each second, a new image rolled out, a restart
-rolling the pods), keeps one pod per replica, and the pods write log lines as they run, so
-``podLogTail`` follows something live. It runs in a thread of its own, in the process that
-starts the server (so every worker sees the one cluster), and stops with it.
+It behaves like a cluster where the console can tell (``demo_controller``): each PinApp's
+status moves towards its spec, one pod per replica, pods that write log lines as they run, so
+``podLogTail`` follows something live; and one service (``CRASH_LOOPING_SERVICE``) has a pod
+crash-looping in production, so something needs attention. It runs in a thread of its own, in
+the process that starts the server (so every worker sees the one cluster), and stops with it.
 """
 
 from __future__ import annotations
@@ -16,7 +18,6 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import random
 import threading
 from collections.abc import Iterator
 from pathlib import Path
@@ -27,33 +28,32 @@ import aiohttp.web
 import kmock
 import yaml
 
+from plugins.pincompute.demo_controller import CRASH_LOOPING, Api, Controller
 from plugins.pincompute.emulator import (
     DEFAULT_RESOURCES,
-    EVENTS,
     PINAPPS,
     PINSCALERS,
     PODS,
     BridgedEmulator,
     PodLog,
-    Resource,
-    now,
     register,
 )
 
-__all__ = ["CLUSTER", "demo_cluster", "demo_workloads"]
+__all__ = ["CLUSTER", "CRASH_LOOPING_SERVICE", "STAGING_SUFFIX", "demo_cluster", "demo_workloads"]
 
 log = logging.getLogger("atrium.pincompute.demo")
 
 CLUSTER = "demo (emulated)"
-POD_LABEL = "atrium.dev/pinapp"
-_TICK = 1.0  # seconds between the controller's rounds
+STAGING_SUFFIX = "-staging"  # a system's staging namespace: ``<system>-staging``
+# The service whose production PinApp has a pod crash-looping (its model outgrew its memory).
+CRASH_LOOPING_SERVICE = "recommendations-service"
 _REGISTRY = "registry.junipermarket.example"
-_LOG_LINES = 500  # kept per pod
 
 
 def demo_workloads(catalog: Path) -> list[dict[str, Any]]:
-    """PinApps (and PinScalers for tier-1 services) for the services of a demo catalog: one per
-    component of type service, in a namespace named after its system."""
+    """PinApps for the services of a demo catalog: one per component of type service in a
+    namespace named after its system (with a PinScaler for tier-1 services), and one for its
+    staging in ``<system>-staging``."""
     objects: list[dict[str, Any]] = []
     for path in sorted(catalog.rglob("*.yaml")):
         for doc in yaml.safe_load_all(path.read_text(encoding="utf-8")):
@@ -63,27 +63,17 @@ def demo_workloads(catalog: Path) -> list[dict[str, Any]]:
             if spec.get("type") != "service":
                 continue
             name = str(doc["metadata"]["name"])
-            namespace = str(spec.get("system") or "default").rpartition("/")[2]
+            system = str(spec.get("system") or "default").rpartition("/")[2]
             seed = int(hashlib.sha256(name.encode()).hexdigest()[:8], 16)
             replicas = 2 + seed % 3
             annotations = {"atrium.dev/entity-ref": f"component:default/{name}"}
-            objects.append(
-                {
-                    "apiVersion": PINAPPS.api_version,
-                    "kind": "PinApp",
-                    "metadata": {"name": name, "namespace": namespace, "annotations": annotations},
-                    "spec": {
-                        "image": f"{_REGISTRY}/{name}:1.{seed % 40}.{seed % 7}",
-                        "replicas": replicas,
-                        "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
-                        "resources": {
-                            "requests": {"cpu": "250m", "memory": "256Mi"},
-                            "limits": {"cpu": "1", "memory": "512Mi"},
-                        },
-                        "env": [{"name": "LOG_LEVEL", "value": "info"}],
-                    },
-                }
-            )
+            image = f"{_REGISTRY}/{name}:1.{seed % 40}.{seed % 7}"
+            production = _pinapp(name, system, annotations, image, replicas, "250m", "256Mi")
+            if name == CRASH_LOOPING_SERVICE:
+                production["metadata"]["annotations"] = annotations | {CRASH_LOOPING: "1"}
+            objects.append(production)
+            staging = f"{system}{STAGING_SUFFIX}"
+            objects.append(_pinapp(name, staging, annotations, image, 1, "100m", "128Mi"))
             if "tier-1" in (doc["metadata"].get("tags") or []):
                 objects.append(
                     {
@@ -91,7 +81,7 @@ def demo_workloads(catalog: Path) -> list[dict[str, Any]]:
                         "kind": "PinScaler",
                         "metadata": {
                             "name": name,
-                            "namespace": namespace,
+                            "namespace": system,
                             "annotations": annotations,
                         },
                         "spec": {
@@ -103,6 +93,32 @@ def demo_workloads(catalog: Path) -> list[dict[str, Any]]:
                     }
                 )
     return objects
+
+
+def _pinapp(
+    name: str,
+    namespace: str,
+    annotations: dict[str, str],
+    image: str,
+    replicas: int,
+    cpu: str,
+    memory: str,
+) -> dict[str, Any]:
+    return {
+        "apiVersion": PINAPPS.api_version,
+        "kind": "PinApp",
+        "metadata": {"name": name, "namespace": namespace, "annotations": dict(annotations)},
+        "spec": {
+            "image": image,
+            "replicas": replicas,
+            "ports": [{"name": "http", "containerPort": 8080, "protocol": "TCP"}],
+            "resources": {
+                "requests": {"cpu": cpu, "memory": memory},
+                "limits": {"cpu": "1", "memory": "512Mi"},
+            },
+            "env": [{"name": "LOG_LEVEL", "value": "info"}],
+        },
+    }
 
 
 @contextlib.contextmanager
@@ -164,7 +180,7 @@ def demo_cluster(catalog: Path, kubeconfig: Path) -> Iterator[str]:
 
 
 async def _serve(catalog: Path, url: list[str], ready: threading.Event) -> None:
-    emulator = BridgedEmulator()
+    emulator = BridgedEmulator(keep_requests=False)  # it runs for hours
     register(emulator, DEFAULT_RESOURCES)
     logs: dict[tuple[str, str], PodLog] = {}
 
@@ -186,191 +202,13 @@ async def _serve(catalog: Path, url: list[str], ready: threading.Event) -> None:
         base = f"http://127.0.0.1:{port}"
         try:
             async with aiohttp.ClientSession(base_url=base) as session:
-                api = _Api(session)
+                api = Api(session)
                 for obj in demo_workloads(catalog):
                     resource = PINAPPS if obj["kind"] == "PinApp" else PINSCALERS
                     await api.create(resource, obj["metadata"]["namespace"], obj)
                 url.append(base)
                 ready.set()
-                await _control(api, logs)
+                await Controller(api, logs).run()
         finally:
             listener.close()
             await server.shutdown(1)
-
-
-class _Api:
-    def __init__(self, session: aiohttp.ClientSession) -> None:
-        self.session = session
-
-    async def create(self, resource: Resource, namespace: str, body: dict[str, Any]) -> None:
-        async with self.session.post(resource.path(namespace), json=body) as response:
-            response.raise_for_status()
-
-    async def patch(self, resource: Resource, namespace: str, name: str, body: Any) -> None:
-        headers = {"Content-Type": "application/merge-patch+json"}
-        path = resource.path(namespace, name)
-        async with self.session.patch(path, json=body, headers=headers) as response:
-            response.raise_for_status()
-
-    async def delete(self, resource: Resource, namespace: str, name: str) -> None:
-        async with self.session.delete(resource.path(namespace, name)) as response:
-            response.raise_for_status()
-
-    async def items(self, resource: Resource) -> list[dict[str, Any]]:
-        path = resource.path(None)
-        async with self.session.get(path) as response:
-            response.raise_for_status()
-            listing: dict[str, Any] = await response.json()
-        return list(listing.get("items") or [])
-
-
-async def _control(api: _Api, logs: dict[tuple[str, str], PodLog]) -> None:
-    """The controller: status follows spec, pods follow replicas, logs grow."""
-    rng = random.Random(7)
-    while True:
-        try:
-            apps = await api.items(PINAPPS)
-            pods = await api.items(PODS)
-            scalers = {
-                (
-                    s["metadata"]["namespace"],
-                    (s.get("spec") or {}).get("targetRef", {}).get("name"),
-                ): s
-                for s in await api.items(PINSCALERS)
-            }
-            for app in apps:
-                key = (app["metadata"]["namespace"], app["metadata"]["name"])
-                await _scale(api, app, scalers.get(key))
-                await _reconcile(api, app, pods, logs)
-            for (_, pod), pod_log in logs.items():
-                pod_log.write(_log_line(rng, pod))
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("the demo cluster's controller failed a round")
-        await asyncio.sleep(_TICK)
-
-
-async def _scale(api: _Api, app: dict[str, Any], scaler: dict[str, Any] | None) -> None:
-    """The PinScaler's part: keep the app's replicas within its bounds."""
-    if scaler is None:
-        return
-    bounds = scaler.get("spec") or {}
-    spec = app.setdefault("spec", {})
-    replicas = int(spec.get("replicas") or 0)
-    wanted = max(int(bounds.get("minReplicas") or 1), replicas)
-    wanted = min(int(bounds.get("maxReplicas") or wanted), wanted)
-    if wanted != replicas:
-        metadata = app["metadata"]
-        await api.patch(
-            PINAPPS, metadata["namespace"], metadata["name"], {"spec": {"replicas": wanted}}
-        )
-        spec["replicas"] = wanted
-
-
-async def _reconcile(
-    api: _Api, app: dict[str, Any], pods: list[dict[str, Any]], logs: dict[tuple[str, str], PodLog]
-) -> None:
-    metadata, spec = app["metadata"], app.get("spec") or {}
-    namespace, name = metadata["namespace"], metadata["name"]
-    status = app.get("status") or {}
-    wanted = int(spec.get("replicas") or 0)
-    ready = int(status.get("readyReplicas") or 0)
-    # What a rollout replaces the pods for: the image, and a restart's pod-template annotation.
-    template = (spec.get("image"), (spec.get("template") or {}).get("annotations"))
-    version = hashlib.sha256(repr(template).encode()).hexdigest()[:8]
-    rolled = status.get("templateHash") == version
-    if not rolled:
-        ready = 0  # a new template: the pods are replaced, ready again one by one
-    elif ready != wanted:
-        ready += 1 if ready < wanted else -1
-    if not rolled or ready != int(status.get("readyReplicas") or 0) or "replicas" not in status:
-        done = ready == wanted
-        condition = {
-            "type": "Available",
-            "status": "True" if done else "False",
-            "reason": "MinimumReplicasAvailable" if done else "RollingOut",
-            "lastTransitionTime": now(),
-        }
-        await api.patch(
-            PINAPPS,
-            namespace,
-            name,
-            {
-                "status": {
-                    "observedGeneration": metadata.get("generation", 1),
-                    "replicas": wanted,
-                    "readyReplicas": ready,
-                    "updatedReplicas": ready,
-                    "templateHash": version,
-                    "conditions": [condition],
-                }
-            },
-        )
-        if not rolled:
-            await _event(api, namespace, name, "Rollout", f"rolling out {spec.get('image')}")
-    mine = sorted(
-        p["metadata"]["name"]
-        for p in pods
-        if p["metadata"].get("namespace") == namespace
-        and (p["metadata"].get("labels") or {}).get(POD_LABEL) == name
-    )
-    keep = {f"{name}-{version}-{i}" for i in range(ready)}
-    for pod in mine:
-        if pod not in keep:
-            await api.delete(PODS, namespace, pod)
-            logs.pop((namespace, pod), None)
-    for pod in sorted(keep - set(mine)):
-        await api.create(PODS, namespace, _pod(namespace, pod, name, spec))
-        started = f"{now()} INFO {pod} started ({spec.get('image')})\n"
-        logs[namespace, pod] = PodLog(started, keep=_LOG_LINES)
-
-
-def _pod(namespace: str, pod: str, app: str, spec: dict[str, Any]) -> dict[str, Any]:
-    return {
-        "apiVersion": "v1",
-        "kind": "Pod",
-        "metadata": {"name": pod, "namespace": namespace, "labels": {POD_LABEL: app}},
-        "spec": {"containers": [{"name": app, "image": spec.get("image")}], "nodeName": "demo-1"},
-        "status": {
-            "phase": "Running",
-            "startTime": now(),
-            "conditions": [{"type": "Ready", "status": "True"}],
-            "containerStatuses": [
-                {
-                    "name": app,
-                    "ready": True,
-                    "restartCount": 0,
-                    "image": spec.get("image"),
-                    "imageID": f"{spec.get('image')}@sha256:{_digest(pod)}",
-                }
-            ],
-        },
-    }
-
-
-async def _event(api: _Api, namespace: str, name: str, reason: str, message: str) -> None:
-    stamp = now()
-    event = {
-        "apiVersion": "v1",
-        "kind": "Event",
-        "metadata": {"name": f"{name}.{hashlib.sha256(stamp.encode()).hexdigest()[:10]}"},
-        "involvedObject": {"kind": "PinApp", "namespace": namespace, "name": name},
-        "type": "Normal",
-        "reason": reason,
-        "message": message,
-        "count": 1,
-        "lastTimestamp": stamp,
-    }
-    await api.create(EVENTS, namespace, event)
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _log_line(rng: random.Random, pod: str) -> str:
-    path = rng.choice(["/healthz", "/api/v1/items", "/api/v1/orders", "/metrics"])
-    status = rng.choice([200, 200, 200, 200, 201, 404, 500])
-    level = "ERROR" if status >= 500 else "INFO"
-    return f"{now()} {level} {pod} GET {path} {status} {rng.randint(2, 90)}ms\n"

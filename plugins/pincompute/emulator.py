@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import contextlib
 import datetime
 import time
 import uuid
@@ -123,6 +124,11 @@ class BridgedEmulator(kmock.KubernetesEmulator):
     `resourceVersion` it asks for; it never sends BOOKMARK events.
     """
 
+    # Whether served requests are kept (kmock's ``requests``, for a test's assertions). kmock
+    # matches each request against its reactions by scanning the requests kept, so an emulator
+    # that runs for long (the demo's) must not keep them: each request would be slower than the
+    # last.
+    keep_requests: bool = True
     last_resource_version: int = attrs.field(default=0, init=False)
     open_watches: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     _watches_changed: asyncio.Condition = attrs.field(factory=asyncio.Condition, init=False)
@@ -140,6 +146,14 @@ class BridgedEmulator(kmock.KubernetesEmulator):
         """Each request as the client sent it (a test harness keeps them)."""
 
     async def _handle(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
+        try:
+            return await self._stamped(request)
+        finally:
+            if not self.keep_requests:
+                with contextlib.suppress(ValueError):
+                    self._requests.remove(request)  # this one only: others are being matched
+
+    async def _stamped(self, request: kmock.Request) -> aiohttp.web.StreamResponse:
         # kmock stores request.data as the object, so stamping it here is what the state keeps.
         data = request.data
         if request.resource is not None and isinstance(data, dict):

@@ -252,12 +252,14 @@ async def deploy_env(
             kubeconfig=str(path), compute_watch_timeout=2, compute_request_timeout=1.0
         )
         settings = DeploymentSettings(
-            deployments_github_secret=GITHUB_SECRET,
-            deployments_webhook_secret=WEBHOOK_SECRET,
-            deployments_cd_secret=CD_SECRET,
-            deployments_check_interval=0.1,
-            deployments_max_body=64 * 1024,
-            **deployment_settings,
+            **{
+                "deployments_github_secret": GITHUB_SECRET,
+                "deployments_webhook_secret": WEBHOOK_SECRET,
+                "deployments_cd_secret": CD_SECRET,
+                "deployments_check_interval": 0.1,
+                "deployments_max_body": 64 * 1024,
+                **deployment_settings,
+            }
         )
         client: Client = await make_client(
             plugins=[PinComputePlugin(compute), DeploymentsPlugin(settings)],

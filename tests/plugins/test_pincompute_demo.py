@@ -1,6 +1,8 @@
-"""The demo's cluster (atrium serve --demo): PinApps for the demo's services, valid against the
-CRDs, watched by PinCompute like any cluster, and a controller that moves their status when an
-owner scales one. (tests/test_cli.py runs it under `atrium serve --demo` itself.)"""
+"""The demo's cluster (atrium serve --demo): PinApps for the demo's services in production and
+staging, valid against the CRDs, watched by PinCompute like any cluster, and a controller that
+moves their status when an owner scales one, with one pod crash-looping on purpose.
+(tests/test_cli.py runs it under `atrium serve --demo` itself; tests/plugins/
+test_deployments_demo.py checks that they run what the deploy history says.)"""
 
 from __future__ import annotations
 
@@ -8,12 +10,12 @@ import asyncio
 from pathlib import Path
 
 from plugins.pincompute import PinComputePlugin
-from plugins.pincompute.demo import CLUSTER, demo_cluster, demo_workloads
+from plugins.pincompute.demo import CLUSTER, CRASH_LOOPING_SERVICE, demo_cluster, demo_workloads
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.validation import validate_body
 from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory
+from tests.conftest import EXAMPLES, AppFactory, Client
 
 APP = '{ pinApp(cluster: "demo (emulated)", namespace: "checkout", name: "checkout") { replicas readyReplicas pods { name } scaler { minReplicas } } }'
 SCALE = 'mutation($r: Int) { scaleWorkload(cluster: "demo (emulated)", namespace: "checkout", name: "checkout", minReplicas: $r) { id } }'
@@ -27,6 +29,20 @@ def test_the_demo_workloads_are_valid_and_belong_to_the_demos_services() -> None
         validate_body(obj["kind"], obj)
     refs = {a["metadata"]["annotations"]["atrium.dev/entity-ref"] for a in apps}
     assert "component:default/checkout" in refs
+    # Each service runs in production (its system's namespace) and in staging beside it.
+    where = {(a["metadata"]["name"], a["metadata"]["namespace"]) for a in apps}
+    assert ("checkout", "checkout") in where and ("checkout", "checkout-staging") in where
+    assert len(where) == 2 * len(refs)
+    staging = [a for a in apps if a["metadata"]["namespace"].endswith("-staging")]
+    assert len(staging) == len(refs) and all(a["spec"]["replicas"] == 1 for a in staging)
+    scalers = [o for o in objects if o["kind"] == "PinScaler"]
+    assert not any(s["metadata"]["namespace"].endswith("-staging") for s in scalers)
+    crashing = [
+        a["metadata"]["name"]
+        for a in apps
+        if "demo.atrium.dev/crash-looping-pods" in a["metadata"]["annotations"]
+    ]
+    assert crashing == [CRASH_LOOPING_SERVICE]
 
 
 async def test_an_owner_scales_a_demo_workload_and_the_cluster_follows(
@@ -60,3 +76,44 @@ async def test_an_owner_scales_a_demo_workload_and_the_cluster_follows(
         await asyncio.sleep(3)
         later = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
         assert "started" in first[0] and len(later) > len(first), (first, later)
+
+        await _crash_loop_shows(client)
+
+
+async def _crash_loop_shows(client: Client) -> None:
+    """One pod of a service crash-loops in production: not ready, restarted, said so (and its
+    staging, like every other workload, is ready)."""
+    query = """query($c: String!, $ns: String!, $n: String!) { pinApp(cluster: $c,
+        namespace: $ns, name: $n) { readyReplicas desiredReplicas
+        conditions { status reason message } pods { ready restarts }
+        events { type reason message } } }"""
+    variables = {"c": CLUSTER, "ns": "marketing", "n": CRASH_LOOPING_SERVICE}
+    for _ in range(150):
+        app = (await client.gql(query, variables))["data"]["pinApp"]
+        broken = [p for p in app["pods"] if not p["ready"] and p["restarts"] > 0]
+        if broken and app["readyReplicas"] == app["desiredReplicas"] - 1:
+            break
+        await asyncio.sleep(0.1)
+    assert broken and app["readyReplicas"] == app["desiredReplicas"] - 1, app
+    assert len(app["pods"]) == app["desiredReplicas"]
+    [condition] = app["conditions"]
+    assert condition["status"] == "False" and "CrashLoopBackOff" in condition["message"]
+    [backoff] = [e for e in app["events"] if e["reason"] == "BackOff"]
+    assert backoff["type"] == "Warning"
+    assert backoff["message"].startswith("Back-off restarting failed container")
+    logs = await client.gql(
+        """query($c: String!, $ns: String!, $n: String!) { pinApp(cluster: $c, namespace: $ns,
+        name: $n) { logs { lines { text } } } }""",
+        variables,
+    )
+    texts = [line["text"] for line in logs["data"]["pinApp"]["logs"]["lines"]]
+    assert any("MemoryError" in text for text in texts), texts
+    staging = await client.gql(query, variables | {"ns": "marketing-staging"})
+    app = staging["data"]["pinApp"]
+    for _ in range(100):
+        if app["readyReplicas"] == app["desiredReplicas"] == 1:
+            break
+        await asyncio.sleep(0.1)
+        app = (await client.gql(query, variables | {"ns": "marketing-staging"}))["data"]["pinApp"]
+    assert app["readyReplicas"] == app["desiredReplicas"] == 1, app
+    assert not [e for e in app["events"] if e["reason"] == "BackOff"]

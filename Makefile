@@ -12,9 +12,10 @@ WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
 	$(WEB)/persisted-query-manifest.config.*)
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: run test bench install install-test system-test-deps node lint schema clean web web-dev
+.PHONY: run test bench install install-test system-test-deps observability-servers node lint \
+	schema clean web web-dev
 
-run: $(VENV)/.installed $(WEB)/dist/.built
+run: $(VENV)/.installed $(WEB)/dist/.built observability-servers
 	$(BIN)/atrium serve --demo
 
 test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
@@ -25,7 +26,7 @@ bench: $(VENV)/.installed-test system-test-deps
 
 # Servers the tests start for themselves: OpenLDAP (slapd), Redis when none answers, Chromium,
 # Prometheus and Alertmanager.
-system-test-deps:
+system-test-deps: observability-servers
 	@if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then \
 	  apt-get update -q && apt-get install -y -q slapd ldap-utils; \
 	fi
@@ -35,7 +36,12 @@ system-test-deps:
 	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
 	  apt-get update -q && apt-get install -y -q chromium; \
 	fi
-	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v prometheus-alertmanager >/dev/null 2>&1; then \
+
+# Prometheus and Alertmanager (Debian's, promtool included): the tests start their own, and
+# `make run`'s demo serves its metrics and alerts from a pair of its own.
+observability-servers:
+	@if ! command -v prometheus >/dev/null 2>&1 || ! command -v promtool >/dev/null 2>&1 \
+	  || ! command -v prometheus-alertmanager >/dev/null 2>&1; then \
 	  apt-get update -q && apt-get install -y -q prometheus prometheus-alertmanager; \
 	fi
 

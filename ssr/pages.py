@@ -117,7 +117,7 @@ async def entity_page(request: Request) -> Response:
 
     def meta(data: dict[str, Any]) -> tuple[str, str]:
         entity = (data.get("EntityPage") or {}).get("entity") or {}
-        title = str(entity.get("title") or entity.get("name") or name)
+        title = display_name(entity) or name
         label = kind_label(kind).lower()
         return title, _described(
             entity, f"The {label} {title} in the catalog: its owner and relations."
@@ -126,10 +126,9 @@ async def entity_page(request: Request) -> Response:
     operations: list[tuple[str, dict[str, Any]]] = [("EntityPage", {"ref": ref})]
     if kind == "component":
         operations.append(("EntityWorkloads", {"ref": ref}))
-    return await render(
-        request,
-        Page("entity", "entity.html", operations, meta, _entity_found, ref, kind, "entity"),
-    )
+    page = Page("entity", "entity.html", operations, meta, _entity_found, ref, kind, "entity")
+    page.personal = [("EntityViewer", {"ref": ref})]
+    return await render(request, page)
 
 
 async def _team_page(request: Request, ref: str, name: str) -> Response:
@@ -142,9 +141,9 @@ async def _team_page(request: Request, ref: str, name: str) -> Response:
         ("TeamPage", {"ref": ref}),
         ("TeamWorkloads", {"ref": ref}),
     ]
-    return await render(
-        request, Page("team", "team.html", operations, meta, _entity_found, ref, "group", "team")
-    )
+    page = Page("team", "team.html", operations, meta, _entity_found, ref, "group", "team")
+    page.personal = [("EntityViewer", {"ref": ref})]
+    return await render(request, page)
 
 
 async def missing_page(request: Request, status: int = 404, reason: str | None = None) -> Response:

@@ -91,6 +91,8 @@ class Page:
     # the page's operations follow from them.
     prelude: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
     then: Callable[[dict[str, Any]], list[tuple[str, dict[str, Any]]]] | None = None
+    # Operations only a signed-in viewer's page runs (their stars): after the page's own.
+    personal: list[tuple[str, dict[str, Any]]] = field(default_factory=list)
 
 
 async def render(request: Request, page: Page) -> Response:
@@ -140,6 +142,8 @@ async def _respond(request: Request, page: Page) -> Response:
     before = [await _run(request, services, console, viewer, *op) for op in page.prelude]
     if page.then is not None and services.settings.ssr:
         operations = page.then({a.name: a.data for a in before if a.data is not None})
+    if viewer.ref is not None and services.settings.ssr:
+        operations = [*operations, *page.personal]
     answers = [await _run(request, services, console, viewer, *op) for op in operations]
     main = answers[0] if answers else None
     data = {a.name: a.data for a in answers if a.data is not None}
@@ -192,7 +196,7 @@ async def _respond(request: Request, page: Page) -> Response:
         status=status,
         request_path=request.url.path,
         sections=sections,
-        starred=False,
+        starred=bool(((data.get("EntityViewer") or {}).get("entity") or {}).get("viewerStarred")),
         refused=main.refused if main is not None else [],
         data=data,
         results=Markup(
@@ -327,16 +331,13 @@ _REFUSALS = (
 
 
 def _cache_control(answers: list[Answer], viewer: Viewer) -> str:
-    """As long as every answer may be kept, shared only when all may be and nobody is signed
-    in (the page names its viewer). A page holding an answer that may not be kept (cluster
-    state) is revalidated on every use: its ETag changes with that answer."""
+    """Kept by the browser and revalidated on every use: a page says what is true now (a star
+    just given, a deploy just finished), and its ETag, made of its answers', makes the check
+    a 304 when nothing it shows changed. Shared only when every answer may be and nobody is
+    signed in (the page names its viewer)."""
     policies = [a.policy for a in answers]
     private = viewer.ref is not None or any(p is not None and p[1] for p in policies)
-    scope = "private" if private else "public"
-    if any(p is None for p in policies):
-        return f"{scope}, no-cache"
-    max_age = min((p[0] for p in policies if p is not None), default=0)
-    return f"max-age={max_age}, {scope}"
+    return f"{'private' if private else 'public'}, no-cache"
 
 
 def _page_etag(

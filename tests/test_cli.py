@@ -140,6 +140,14 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         kubeconfig = yaml.safe_load((tmp_path / ".atrium" / "demo-kubeconfig.yaml").read_text())
         cluster_url = kubeconfig["clusters"][0]["cluster"]["server"]
         assert httpx.get(f"{cluster_url}/api/v1/pods").status_code == 200
+        # The demo's Prometheus and Alertmanager: a service's metrics and its firing alert.
+        observed = """{ entity(ref: "component:cart-service") { ... on Component {
+            metrics(names: ["request_rate"]) { points } alerts { name severity } } } }"""
+        answer = httpx.post(f"http://127.0.0.1:{port}/graphql", json={"query": observed})
+        cart = answer.json()["data"]["entity"]
+        assert cart["alerts"] == [{"name": "HighErrorRatio", "severity": "critical"}], answer.text
+        [rate] = cart["metrics"]
+        assert len(rate["points"]) > 200 and all(v for _, v in rate["points"]), rate
     finally:
         process.terminate()
         output = process.communicate(timeout=30)[0]
@@ -155,11 +163,11 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     assert not [entry for entry in logs if entry["logger"] in ("pgserver", "uvicorn.error")]
     loaded = [entry for entry in logs if entry["message"] == "demo organisation loaded"]
     assert loaded and loaded[0]["entities"] == 190
-    # The demo has no Prometheus or Alertmanager, and says so plainly.
-    assert any(
-        "no Prometheus is configured" in e["message"] and "no Alertmanager" in e["message"]
-        for e in logs
-    ), output
+    # The demo says where its metrics and alerts come from (make test installs both servers).
+    [observability] = [e for e in logs if e["message"] == "demo metrics and alerts serving"]
+    assert observability["alerts"] == ["HighErrorRatio", "HighLatency"], observability
+    assert observability["services"] == 35, observability
+    assert observability["series"] == 35 * 10, observability  # requests by code, latency buckets
     # Besides a line per migration, per plugin's demo and per request, only these say anything.
     expected = (
         "embedded PostgreSQL running",
@@ -167,15 +175,20 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         "demo cluster serving",
         "demo deploy history written",
         "the console is not built",
-        "observability: no Prometheus is configured",
+        "demo metrics and alerts serving",
+        "demo metrics history written",
     )
     routine = ("applied migration", "graphql request", "demo started")
     said = [entry["message"] for entry in logs if entry["message"] not in routine]
     assert all(message.startswith(expected) for message in said), output
-    # Stopping the server stops the embedded PostgreSQL it started, and the demo's cluster.
+    # Stopping the server stops the embedded PostgreSQL it started, the demo's cluster, its
+    # Prometheus and its Alertmanager.
     assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{cluster_url}/api/v1/pods")
+    for backend in ("prometheus", "alertmanager"):
+        with pytest.raises(httpx.TransportError):
+            httpx.get(f"{observability[backend]}/-/ready")
 
 
 def test_persisted_load_trusts_a_manifest_that_fits_the_schema(

@@ -123,7 +123,11 @@ class GroupAlerts:
         description="Alerts firing now on every component the group owns, through any subgroup."
     )
     async def alerts(self, info: Info) -> list[Alert] | None:
-        backend = observability_of(info)
+        try:
+            # Unconfigured says so even for a team owning nothing yet.
+            alertmanager = observability_of(info).alerts_backend()
+        except Unavailable as exc:
+            raise UserError(str(exc), "UNAVAILABLE") from None
         group: str = self.ref  # type: ignore[attr-defined]
         owned = await entities_owned_by(info.context, group)
         refs = [r for r in owned if r.startswith("component:")]
@@ -139,7 +143,7 @@ class GroupAlerts:
         if not selectors:
             return []
         try:
-            raw = await backend.alerts_backend().alerts()
+            raw = await alertmanager.alerts()
         except Unavailable as exc:
             raise UserError(str(exc), "UNAVAILABLE") from None
         mine = [

@@ -80,7 +80,7 @@ class Observability:
         many ask at the same time)."""
         prometheus = self.prometheus
         if prometheus is None:
-            raise Unavailable("prometheus", "not configured (ATRIUM_PROMETHEUS_URL)")
+            raise Unavailable("prometheus", "not configured: set ATRIUM_PROMETHEUS_URL")
         digest = hashlib.blake2b(query.encode(), digest_size=16).hexdigest()
         key = f"{digest}:{span.start}:{span.end}:{span.step}"
 
@@ -103,7 +103,7 @@ class Observability:
 
     def alerts_backend(self) -> Alertmanager:
         if self.alertmanager is None:
-            raise Unavailable("alertmanager", "not configured (ATRIUM_ALERTMANAGER_URL)")
+            raise Unavailable("alertmanager", "not configured: set ATRIUM_ALERTMANAGER_URL")
         return self.alertmanager
 
     def _fill(self, names: tuple[str, ...], **values: str) -> dict[str, str]:

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,6 @@ __all__ = ["ObservabilityPlugin"]
 
 
 TEMPLATES = Path(__file__).parent / "templates"
-log = logging.getLogger("atrium.observability")
 
 
 class ObservabilityPlugin:
@@ -42,37 +40,35 @@ class ObservabilityPlugin:
         builder.extend_type("PinApp", WorkloadAlerts, optional=True)
         builder.use("workloads", optional=True)
         builder.mutation(SilenceMutation)
-        # The console's panels (web/src/plugins/observability/), offered only when their
-        # backend is configured: metrics, then alerts, each a section of its page.
-        if settings.prometheus_url:
-            builder.panel(
-                "entity",
-                "EntityMetrics",
-                template=TEMPLATES / "entity_metrics.html",
-                kinds=("component",),
-                section=("metrics", "Metrics"),
-            )
-        if settings.alertmanager_url:
-            builder.panel(
-                "entity",
-                "EntityAlerts",
-                template=TEMPLATES / "entity_alerts.html",
-                kinds=("component",),
-                section=("alerts", "Alerts"),
-            )
-            builder.panel(
-                "team",
-                "TeamAlerts",
-                template=TEMPLATES / "team_alerts.html",
-                section=("alerts", "Alerts"),
-            )
-        if settings.prometheus_url:
-            builder.panel(
-                "team",
-                "TeamErrorRatios",
-                template=TEMPLATES / "team_error_ratios.html",
-                section=("error-ratios", "Error ratios"),
-            )
+        # The console's panels (web/src/plugins/observability/): metrics, then alerts, each a
+        # section of its page. Offered whether or not their backend is configured: one that is
+        # not answers UNAVAILABLE saying which setting to set, and the section says so.
+        builder.panel(
+            "entity",
+            "EntityMetrics",
+            template=TEMPLATES / "entity_metrics.html",
+            kinds=("component",),
+            section=("metrics", "Metrics"),
+        )
+        builder.panel(
+            "entity",
+            "EntityAlerts",
+            template=TEMPLATES / "entity_alerts.html",
+            kinds=("component",),
+            section=("alerts", "Alerts"),
+        )
+        builder.panel(
+            "team",
+            "TeamAlerts",
+            template=TEMPLATES / "team_alerts.html",
+            section=("alerts", "Alerts"),
+        )
+        builder.panel(
+            "team",
+            "TeamErrorRatios",
+            template=TEMPLATES / "team_error_ratios.html",
+            section=("error-ratios", "Error ratios"),
+        )
         # A PinApp's page: its metrics, alerts and merged log, which the client fetches.
         builder.panel("workload", "WorkloadObservability", section=("metrics", "Metrics"))
         builder.panel("workload", "WorkloadObservability", section=("alerts", "Alerts"))
@@ -91,23 +87,10 @@ class ObservabilityPlugin:
 
         @contextlib.contextmanager
         def demo(catalog: Path, data_dir: Path) -> Iterator[dict[str, str]]:
-            # The demo has neither backend of its own: say so plainly, once.
-            missing = [
-                f"no {name} is configured (set {variable})"
-                for name, variable, url in (
-                    ("Prometheus", "ATRIUM_PROMETHEUS_URL", settings.prometheus_url),
-                    ("Alertmanager", "ATRIUM_ALERTMANAGER_URL", settings.alertmanager_url),
-                )
-                if not url
-            ]
-            if missing:
-                log.warning(
-                    "observability: %s; the console shows no %s until then",
-                    " and ".join(missing),
-                    "metrics or alerts"
-                    if len(missing) == 2
-                    else ("metrics" if not settings.prometheus_url else "alerts"),
-                )
-            yield {}
+            # Prometheus and Alertmanager of the demo's own, unless real ones are configured.
+            from plugins.observability.demo import demo_backends
+
+            with demo_backends(settings, catalog, data_dir) as env:
+                yield env
 
         builder.demo(demo)

@@ -135,6 +135,8 @@ async def console_page(
     demo_user: str | None = None,
     javascript: bool = True,
     bypass_csp: bool = False,
+    width: int = 1280,
+    color_scheme: str = "light",
 ) -> AsyncIterator[ConsolePage]:
     """A page in a context of its own: as `user` (the trusted proxy's X-Forwarded-User, as
     production says who is asking) or `demo_user` (the development cookie), or anonymous."""
@@ -142,7 +144,8 @@ async def console_page(
         java_script_enabled=javascript,
         bypass_csp=bypass_csp,
         extra_http_headers={"X-Forwarded-User": user} if user else None,
-        viewport={"width": 1280, "height": 900},
+        viewport={"width": width, "height": 900},
+        color_scheme=color_scheme,  # type: ignore[arg-type]
     )
     # A missing element fails in seconds, not Playwright's 30.
     context.set_default_timeout(10_000)
@@ -174,6 +177,10 @@ def _sent(recorded: Recorded, request: Request) -> None:
 
 def _failed(recorded: Recorded, request: Request) -> None:
     recorded.in_flight.discard(request)
+    # A query the page no longer needs (its component left with a navigation) is cancelled by
+    # Apollo Client: not a failure.
+    if request.failure == "net::ERR_ABORTED" and urlsplit(request.url).path == "/graphql":
+        return
     recorded.errors.append(f"failed: {request.method} {request.url} {request.failure}")
 
 

@@ -201,3 +201,16 @@ export function homeServices(viewer: any): [any, any][] {
     return x < y ? -1 : x > y ? 1 : 0;
   });
 }
+
+// Backstage's rule for names and namespaces (ssr/pages.py checks the same).
+const NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
+
+// Why an entity's address cannot name one: a 400 (no entity can be named so) or a 404 (no such
+// kind); null when it could.
+export function addressProblem(namespace: string, kind: string, name: string): { status: 400 | 404; reason: string } | null {
+  if (!(NAME.test(namespace.toLowerCase()) && NAME.test(name.toLowerCase()) && name.length <= 63)) {
+    return { status: 400, reason: "No entity can be named so." };
+  }
+  if (!(kind.toLowerCase() in KINDS)) return { status: 404, reason: `The catalog has no kind “${kind}”.` };
+  return null;
+}

@@ -20,6 +20,7 @@ import { document } from "../documents";
 import { Badge, ButtonLink, SubmitButton, Clamp, Row, Select, Small, SmallIcon, Span, Table, TBody, Td, Th, THead } from "../kit";
 import { page as pageData } from "../page";
 import { usePageMeta } from "../pageMeta";
+import { Missing } from "./Missing";
 import { kindLabel, lifecycleTone } from "../present";
 
 const FILTERS: [string, string][] = [
@@ -44,14 +45,17 @@ export default function Catalog() {
   const waiting = personal && !who.data;
   const list = useQuery<any>(document("CatalogList"), { variables: variables(state, mine, starred), skip: waiting });
   const facets = useQuery<any>(document("CatalogFacets"), { variables: facetVariables(state, mine, starred), skip: waiting });
+  // An address the API refuses (a cursor that is not one): the server's 400 page, here too.
+  const refused = ((list.error as any)?.errors ?? []).find((e: any) => e.extensions?.code === "BAD_USER_INPUT");
   usePageMeta(
-    state.search ? `“${state.search}” in the catalog` : "Catalog",
+    refused ? null : state.search ? `“${state.search}” in the catalog` : "Catalog",
     "Every service, API, resource, system and domain, with who owns it.",
   );
   const entities = (list.data ?? list.previousData)?.entities;
   const facetData = facets.data ?? facets.previousData;
   const go = (changes: Parameters<typeof href>[1]) => navigate(href(state, { ...changes, after: null }));
   const title = state.search ? `“${state.search}” in the catalog` : "Catalog";
+  if (refused) return <Missing status={400} reason={refused.message} />;
   const count = entities?.totalCount;
   return (
     <>

@@ -10,7 +10,7 @@ import { Workloads, workloadsOf } from "../components/Workloads";
 import { document } from "../documents";
 import { Badge, ExternalLink, Small, Span } from "../kit";
 import { describe, usePageMeta } from "../pageMeta";
-import { crumbsOf, entityBadges, kindLabel, pageSections } from "../present";
+import { addressProblem, crumbsOf, displayName, entityBadges, kindLabel, pageSections } from "../present";
 import { PluginPanels, panelSections } from "../plugins";
 import { Missing } from "./Missing";
 import { ApiDefinition } from "./entity/ApiDefinition";
@@ -36,14 +36,17 @@ export default function Entity() {
   const { namespace = "", kind = "", name = "" } = useParams();
   const ref = `${kind}:${namespace}/${name}`.toLowerCase();
   const lower = kind.toLowerCase();
-  const page = useQuery<any>(document("EntityPage"), { variables: { ref } });
-  const workloads = useQuery<any>(document("EntityWorkloads"), { variables: { ref }, skip: lower !== "component" });
+  const invalid = addressProblem(namespace, kind, name) !== null;
+  const page = useQuery<any>(document("EntityPage"), { variables: { ref }, skip: invalid });
+  const workloads = useQuery<any>(document("EntityWorkloads"), { variables: { ref }, skip: invalid || lower !== "component" });
   const e = page.data?.entity;
-  const title = e ? e.title || e.name : null;
+  const title = e ? displayName(e) : null;
   usePageMeta(
-    page.data && !e ? "Not found" : title,
+    invalid ? null : page.data && !e ? "Not found" : title,
     e ? describe(e.description, `The ${kindLabel(lower).toLowerCase()} ${title} in the catalog: its owner and relations.`) : "",
   );
+  const problem = addressProblem(namespace, kind, name);
+  if (problem) return <Missing status={problem.status} reason={problem.reason} />;
   if (page.error && !page.data) return <Notice tone="error" text={`Could not load ${ref}: ${page.error.message}`} />;
   if (page.loading && !e) return <Loading />;
   if (!e) return <Missing status={404} />;

@@ -1,9 +1,43 @@
+/* eslint-disable @typescript-eslint/no-explicit-any */
+import { useApolloClient, useMutation, useQuery } from "@apollo/client/react";
+import { document } from "../../documents";
 import { IconButton } from "../../kit";
 import { page } from "../../page";
 
-// Star an entity to find it on home; for signed-in people only (the server writes the same).
+// Star an entity to find it on home and in the catalog's "starred"; for signed-in people only
+// (the server writes the same button from the same answer).
 export function StarButton({ entityRef }: { entityRef: string }) {
-  if (!page.viewer.ref) return null;
-  void entityRef;
-  return <IconButton icon="star-outline" label="Star" />;
+  const signedIn = Boolean(page.viewer.ref);
+  const client = useApolloClient();
+  const { data } = useQuery<any>(document("EntityViewer"), { variables: { ref: entityRef }, skip: !signedIn });
+  const [star] = useMutation<any>(document("StarEntity"));
+  const [unstar] = useMutation<any>(document("UnstarEntity"));
+  if (!signedIn) return null;
+  const entity = data?.entity;
+  const starred = Boolean(entity?.viewerStarred);
+  return (
+    <IconButton
+      icon={starred ? "star" : "star-outline"}
+      label={starred ? "Unstar" : "Star"}
+      selected={starred}
+      onClick={() => {
+        const run = starred ? unstar : star;
+        const field = starred ? "unstarEntity" : "starEntity";
+        void run({
+          variables: { ref: entityRef },
+          optimisticResponse: entity ? { [field]: { ...entity, viewerStarred: !starred } } : undefined,
+        })
+          .then(() => {
+            // Home's list and the catalog's "starred" change with it: fresh answers, past the
+            // browser's cache of the earlier ones too.
+            for (const name of ["HomePage", "CatalogViewer"]) {
+              void client
+                .query({ query: document(name), fetchPolicy: "network-only", context: { fetchOptions: { cache: "no-cache" } } })
+                .catch(() => undefined);
+            }
+          })
+          .catch(() => undefined);
+      }}
+    />
+  );
 }

@@ -70,6 +70,9 @@ class Answer:
     policy: tuple[int, bool] | None
     # The client errors of a refused operation (BAD_USER_INPUT ...): the address is wrong.
     refused: list[str] = field(default_factory=list)
+    # A backend the answer could not read (UNAVAILABLE: Prometheus down or not configured):
+    # the answer stands, those fields null, and the page says why.
+    unavailable: str | None = None
 
 
 @dataclass
@@ -161,6 +164,13 @@ async def _respond(request: Request, page: Page) -> Response:
         data |= {a.name: a.data for a in before if a.data is not None}
     kept = [a for a in answers if a.data is not None]
     about = await page_data(services, console, viewer)
+    about["unavailable"] = {a.name: a.unavailable for a in kept if a.unavailable}
+    # What the client's entry fetches at once after the first paint, then runs in turn.
+    about["chunks"] = list(
+        console.vite.assets(
+            ROUTE_CHUNKS.get(page.route if template != "missing.html" else "missing")
+        ).preloads
+    )
     title, description = _meta(page, template, status, data, main)
 
     headers = {
@@ -205,6 +215,7 @@ async def _respond(request: Request, page: Page) -> Response:
             )
         ),
         page=Markup(embed_json(about)),
+        page_unavailable=about["unavailable"],
         panels=[
             {"template": panel_template(p), "operation": p.operation, "section": p.section}
             for p in panels
@@ -284,6 +295,17 @@ async def _run(
     ]
     if refused:
         return Answer(name, variables, None, None, None, refused)
+    unavailable = [e for e in errors if (e.get("extensions") or {}).get("code") == "UNAVAILABLE"]
+    if errors and len(unavailable) == len(errors) and body.get("data") is not None:
+        return Answer(
+            name,
+            variables,
+            body["data"],
+            etag_of(outcome.body),
+            None,
+            [],
+            unavailable[0]["message"],
+        )
     if outcome.status != 200 or errors or body.get("data") is None:
         log.warning("%s failed for a page: %s", name, errors)
         return Answer(name, variables, None, None, None)

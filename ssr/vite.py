@@ -1,8 +1,10 @@
-"""What a page links from Vite's build manifest (``.vite/manifest.json``).
+"""What a page's client needs from Vite's build manifest (``.vite/manifest.json``).
 
-For the entry and the route's lazy chunk, follow ``imports`` recursively (never
-``dynamicImports``: those load later, on demand): each chunk's ``css`` is a stylesheet, each
-imported chunk's ``file`` a ``modulepreload``, and the entry's ``file`` the one module script.
+The entry (``src/boot.ts``) is the page's one module script. After the first paint it fetches
+the app (``src/main.tsx``) and the route's lazy chunk with everything they import (``imports``,
+recursively; never ``dynamicImports``, which load later, on demand): the page lists those files
+for it (``chunks`` in its data). Stylesheets of those chunks are listed too, for the pages that
+have none inline.
 """
 
 from __future__ import annotations
@@ -16,6 +18,8 @@ import orjson
 __all__ = ["ENTRY", "PageAssets", "ViteManifest"]
 
 ENTRY = "src/boot.ts"
+# The app the entry starts after the first paint (a dynamic import): its chunks are the page's.
+APP = "src/main.tsx"
 ASSETS_URL = "/assets/"
 
 
@@ -72,6 +76,7 @@ class ViteManifest:
                 preloads.append(ASSETS_URL + chunk["file"])
 
         visit(ENTRY)
+        visit(APP)
         if route is not None:
             if route not in self._chunks:
                 raise ValueError(f"the build's manifest has no route chunk {route}")

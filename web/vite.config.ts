@@ -3,6 +3,8 @@ import { defineConfig } from "vite";
 
 // The server writes the HTML (ssr/): the build is the entry, its lazy route chunks and their
 // CSS, hashed, at the root of dist/ (served as /assets/), with Vite's manifest for the server.
+// The libraries are chunks of their own, so the entry can run each in a task of its own
+// (src/boot.ts): a browser busy for long cannot answer a click.
 export default defineConfig({
   base: "/assets/",
   plugins: [react()],
@@ -10,7 +12,19 @@ export default defineConfig({
     manifest: true,
     outDir: "dist",
     assetsDir: "",
-    rollupOptions: { input: "src/boot.ts" },
+    rollupOptions: {
+      input: "src/boot.ts",
+      output: {
+        codeSplitting: {
+          groups: [
+            { name: "react", test: /node_modules[\\/](react|react-dom|scheduler)[\\/]/ },
+            { name: "gestalt", test: /node_modules[\\/](gestalt|gestalt-design-tokens|@floating-ui|classnames|tabbable)[\\/]/ },
+            { name: "apollo", test: /node_modules[\\/](@apollo|graphql|graphql-ws|rxjs|@wry|optimism|tslib|ts-invariant|zen-observable|symbol-observable)[\\/]/ },
+            { name: "router", test: /node_modules[\\/](react-router|cookie|set-cookie-parser)[\\/]/ },
+          ],
+        },
+      },
+    },
     chunkSizeWarningLimit: 1200,
   },
   server: {

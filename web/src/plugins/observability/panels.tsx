@@ -12,6 +12,7 @@ import { ActionOutcome, ActionStatus, ConfirmAction } from "../../components/Con
 import { Empty, Loading, Notice, Section } from "../../components/Section";
 import { document } from "../../documents";
 import { Badge, ExternalLink, Figure, Para, RANGES, RangeChoice, Small, Span, Status } from "../../kit";
+import { page as pageData } from "../../page";
 import type { PanelProps, PluginPanel } from "../../plugins";
 import type { Line } from "./Chart";
 import { bytes, cores, latest, rate, ratio, seconds, severityBadge, since } from "./words";
@@ -29,9 +30,11 @@ function ChartBox(props: { title: string; lines: Line[]; format: (v: number) => 
   );
 }
 
-// A backend that could not answer (or is not configured) says so, and how to connect it.
-function Unavailable({ error }: { error: any }) {
-  return <Notice text={error?.message ? `Unavailable: ${error.message}` : "Unavailable."} />;
+// A backend that could not answer (or is not configured) says so, and how to connect it: the
+// answer's error, or, for an answer the page came with, what the server said of it.
+function Unavailable({ error, operation }: { error: any; operation: string }) {
+  const message = error?.message || pageData.unavailable?.[operation];
+  return <Notice text={message ? `Unavailable: ${message}` : "Unavailable."} />;
 }
 
 function Metrics({ pageRef }: PanelProps) {
@@ -50,7 +53,7 @@ function Metrics({ pageRef }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : failed || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="EntityMetrics" />
       ) : series.length === 0 ? (
         <Empty text="Prometheus has no series for this component." />
       ) : (
@@ -178,7 +181,7 @@ function AlertsSection({ pageRef }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : failed || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="EntityAlerts" />
       ) : alerts.length === 0 ? (
         <Empty text="Nothing is firing." />
       ) : (
@@ -222,7 +225,7 @@ function TeamAlerts({ pageRef }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : failed || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="TeamAlerts" />
       ) : alerts.length === 0 ? (
         <Empty text="Nothing is firing on the team's components." />
       ) : (
@@ -249,7 +252,7 @@ function TeamErrorRatios({ pageRef }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : failed || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="TeamErrorRatios" />
       ) : lines.length === 0 ? (
         <Empty text="Prometheus has no error ratios for the team's services." />
       ) : (
@@ -278,7 +281,7 @@ function WorkloadMetrics({ workload }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : (app && app.metrics === null) || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="WorkloadObservability" />
       ) : series.length === 0 ? (
         <Empty text="Prometheus has no CPU or memory series for its pods." />
       ) : (
@@ -303,7 +306,7 @@ function WorkloadAlerts({ workload }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : (app && app.alerts === null) || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="WorkloadObservability" />
       ) : (app?.alerts ?? []).length === 0 ? (
         <Empty text="Nothing is firing." />
       ) : (
@@ -357,7 +360,7 @@ function WorkloadLogs({ workload }: PanelProps) {
       {loading && !data ? (
         <Loading />
       ) : logs === null || (!data && error) ? (
-        <Unavailable error={error} />
+        <Unavailable error={error} operation="WorkloadLogs" />
       ) : (
         <>
           {logs?.truncated ? <Small>Older lines are left out.</Small> : null}

@@ -19,7 +19,7 @@ export function EntityLink({ entity, strong, label }: { entity: Summary; strong?
   const prefetch = usePrefetch(entity.ref);
   return (
     <AppLink href={entityUrl(entity)} strong={strong} onPoint={prefetch}>
-      {label ?? (entity.title || entity.name)}
+      {label ?? displayName(entity)}
     </AppLink>
   );
 }

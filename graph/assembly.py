@@ -29,6 +29,7 @@ from graph.input_guard import InputGuard, LiteralChecks
 from graph.limits import CostLimit
 from graph.plans import Plans
 from graph.plugin import (
+    AttentionProvider,
     BackgroundJob,
     Demo,
     Endpoint,
@@ -66,6 +67,8 @@ class Assembly:
     services: dict[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
     # Panels plugins add to the console's pages, in plugin order.
     panels: list[PagePanel] = field(default_factory=list)
+    # (plugin id, provider) of what needs attention, in plugin order.
+    attention: list[tuple[str, AttentionProvider]] = field(default_factory=list)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -76,10 +79,11 @@ class Assembly:
 
 def core_plugins() -> list[Plugin]:
     """What every Atrium has; registered through the same builder as any plugin."""
+    from graph.attention.plugin import AttentionPlugin
     from graph.catalog.plugin import CatalogPlugin
     from graph.ownership.plugin import OwnershipPlugin
 
-    return [CatalogPlugin(), OwnershipPlugin()]
+    return [CatalogPlugin(), OwnershipPlugin(), AttentionPlugin()]
 
 
 def discover_plugins(settings: Settings) -> list[Plugin]:
@@ -156,6 +160,7 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                 )
             assembly.services[name] = (plugin.id, factory)
         assembly.panels += contribution.panels
+        assembly.attention += [(plugin.id, provider) for provider in contribution.attention]
         needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
 
     # Providers start before the plugins using their services (and stop after them).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, TypeAlias
 
@@ -13,6 +13,7 @@ from graph.cache_control import CachePolicy, CacheScope
 from graph.provided import ChangeFeed, ServiceDirectory
 from graph.settings import Settings
 from loaders.registry import RequestLoaders
+from resolvers.attention import AttentionProvider
 from sources.auth import Viewer
 from sources.db import Database
 
@@ -47,6 +48,8 @@ class Context:
     # Services plugins provide to each other, and the feed of changes (graph.provided).
     provided: ServiceDirectory | None = None
     changes: ChangeFeed | None = None
+    # What plugins say needs attention (builder.attention): (plugin id, provider), shared.
+    attention: Sequence[tuple[str, AttentionProvider]] = ()
 
     def cache_hint(self, max_age: float | None = None, scope: CacheScope | None = None) -> None:
         """Tighten this request's cache policy (a resolver whose data is fresher than its

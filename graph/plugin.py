@@ -32,6 +32,11 @@ also serve HTTP endpoints of its own under ``/hooks/`` (webhook receivers) with 
 what it writes there, it announces with ``announce_changes``, which drops cached answers
 tagged with those keys in every replica and wakes ``follow_changes`` listeners (a
 subscription) wherever they run.
+
+A plugin may say what needs attention about a team's entities (``attention``): a provider is
+given the refs of what a person's or a group's teams own and answers ``AttentionItem``s (a
+failed deploy, a firing alert, a workload short of replicas), which ``Viewer.attention`` and
+``Group.attention`` merge with every other plugin's, most severe first.
 """
 
 from __future__ import annotations
@@ -50,6 +55,8 @@ from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
 
+from graph.attention.links import entity_href, workload_href
+from graph.attention.types import AttentionLevel
 from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
@@ -60,6 +67,7 @@ from loaders.cache import Caches, MultiLevelCache, json_codec
 from loaders.cache_first import CacheFirstLoader
 from loaders.memory import MISSING
 from loaders.registry import LoaderFactory, LoaderServices
+from resolvers.attention import AttentionItem, AttentionProvider
 from sources.auth import Viewer
 from sources.errors import InvalidRef
 from sources.yaml_json import InvalidYaml, load_yaml
@@ -69,6 +77,9 @@ __all__ = [
     "JSON",
     "MISSING",
     "AdminOnly",
+    "AttentionItem",
+    "AttentionLevel",
+    "AttentionProvider",
     "Authorize",
     "BackgroundJob",
     "CacheControl",
@@ -102,6 +113,7 @@ __all__ = [
     "entities_owned_by",
     "entities_with_annotation",
     "entity",
+    "entity_href",
     "entity_owner",
     "follow_changes",
     "load_yaml",
@@ -110,6 +122,7 @@ __all__ = [
     "shared_cache",
     "strawberry",
     "viewer_may_change",
+    "workload_href",
 ]
 
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
@@ -199,6 +212,7 @@ class _Contribution:
     provides: dict[str, Callable[[Any], Any]] = field(default_factory=dict)
     uses: dict[str, bool] = field(default_factory=dict)  # service name → required
     panels: list[PagePanel] = field(default_factory=list)
+    attention: list[AttentionProvider] = field(default_factory=list)
 
 
 class PluginBuilder:
@@ -335,6 +349,17 @@ class PluginBuilder:
             section,
         )
         self.contribution.panels.append(found)
+
+    def attention(self, provider: AttentionProvider) -> None:
+        """Say what needs attention about a team's entities: ``await provider(context, refs)``
+        is given a request's context and the refs of what a person's (or a group's) teams own
+        (at most a few hundred, components first) and answers ``AttentionItem``s about some of
+        them (``ref``, ``level``, ``title``, ``detail``, ``since``, ``href``: ``entity_href``
+        and ``workload_href`` build the console's addresses). Every plugin's provider is asked
+        at once, within ``ATRIUM_ATTENTION_TIMEOUT``: one that raises or is late is logged and
+        left out. Answer from one statement or one backend call for all the refs (never one
+        per entity), and read entities with ``entity`` (already loaded for the request)."""
+        self.contribution.attention.append(provider)
 
     def job(self, name: str, run: Callable[[Any], Awaitable[None]], *, interval: float) -> None:
         self.contribution.jobs.append(BackgroundJob(f"{self.plugin_id}.{name}", run, interval))

@@ -92,6 +92,7 @@ class Services:
             tags=tags,
             provided=self.provided,
             changes=self.changes,
+            attention=self.assembly.attention,
         )
 
     async def invalidate(self, keys: list[str]) -> None:

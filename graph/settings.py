@@ -99,6 +99,9 @@ class Settings(BaseSettings):
     # Seconds a page waits for its plugins' panels (run at the same time); a slower panel is
     # left to the client, so a slow backend never holds up a page.
     ssr_panel_budget: float = Field(default=0.25, gt=0, le=10)
+    # Seconds each plugin has to say what needs attention (Viewer.attention, Group.attention);
+    # a later one is left out of the answer, so one slow backend never holds up a home page.
+    attention_timeout: float = Field(default=2.0, gt=0, le=60)
 
     # Authentication. A user named by ``user_header`` is believed only from these networks.
     trusted_proxies: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(

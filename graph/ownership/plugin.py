@@ -7,6 +7,7 @@ from typing import Any
 
 from graph.ownership.directory import directory_config
 from graph.ownership.fields import OwnershipQuery
+from graph.ownership.types import ViewerType
 from graph.plugin import PluginBuilder
 from loaders.ownership import (
     ancestors_loader,
@@ -30,6 +31,7 @@ class OwnershipPlugin:
 
     def setup(self, builder: PluginBuilder) -> None:
         builder.query(OwnershipQuery)
+        builder.types(ViewerType)  # other plugins may extend it (attention does)
         builder.loader("groupsOf", groups_of_loader)
         builder.loader("membersOf", members_of_loader)
         builder.loader("ancestors", ancestors_loader)

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.plugin import PluginBuilder
+from plugins.deployments.attention import deploy_attention
 from plugins.deployments.fields import (
     ComponentDeployments,
     DeploymentQuery,
@@ -56,6 +57,8 @@ class DeploymentsPlugin:
             template=TEMPLATES / "team_dora.html",
             section=("delivery", "Delivery"),
         )
+        # Failed, stuck and waiting deploys, for the console's home (Viewer.attention).
+        builder.attention(deploy_attention)
         # Stages bound to a PinApp roll it out through PinCompute; without it they say so.
         builder.use("workloads", optional=True)
 

@@ -14,6 +14,7 @@ from plugins.observability.alerts import (
     SilenceMutation,
     WorkloadAlerts,
 )
+from plugins.observability.attention import alert_attention
 from plugins.observability.fields import PLUGIN_ID, ComponentMetrics, WorkloadMetrics
 from plugins.observability.metrics import Observability, running
 from plugins.observability.settings import ObservabilitySettings
@@ -40,6 +41,8 @@ class ObservabilityPlugin:
         builder.extend_type("PinApp", WorkloadAlerts, optional=True)
         builder.use("workloads", optional=True)
         builder.mutation(SilenceMutation)
+        # Firing alerts of a team's components, for the console's home (Viewer.attention).
+        builder.attention(alert_attention)
         # The console's panels (web/src/plugins/observability/): metrics, then alerts, each a
         # section of its page. Offered whether or not their backend is configured: one that is
         # not answers UNAVAILABLE saying which setting to set, and the section says so.

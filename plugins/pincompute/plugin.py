@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.plugin import DataLoader, LoaderServices, PluginBuilder
+from plugins.pincompute.attention import workload_attention
 from plugins.pincompute.compute import Compute, ComputeError, pod_of, running
 from plugins.pincompute.fields import ComponentWorkloads, ComputeQuery, ComputeSubscription
 from plugins.pincompute.mutations import ComputeMutation
@@ -39,6 +40,8 @@ class PinComputePlugin:
         builder.loader("events", _namespace_loader("events"))
         # What an owner owns directly, for quotas (OWNED_LOADER): one statement a batch.
         builder.loader("owned", owned_loader)
+        # Workloads short of ready replicas, for the console's home (Viewer.attention).
+        builder.attention(workload_attention)
 
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Compute]:

@@ -23,6 +23,7 @@ __all__ = [
     "count_entities",
     "entities_by_refs",
     "facet_counts",
+    "first_refs_owned_by",
     "prepare_search",
     "refs_owned_by",
     "relations_of",
@@ -257,6 +258,18 @@ REFS_OWNED_BY: Final = "select ref from entities where owner_ref = any($1::text[
 
 async def refs_owned_by(db: Executor, owners: list[str]) -> list[str]:
     return [r["ref"] for r in await db.fetch(REFS_OWNED_BY, owners)]
+
+
+# Components first: what most questions about a team's entities are about, when a cap cuts.
+FIRST_REFS_OWNED_BY: Final = """
+select ref from entities where owner_ref = any($1::text[])
+order by kind <> 'Component', ref limit $2
+"""
+
+
+async def first_refs_owned_by(db: Executor, owners: list[str], limit: int) -> list[str]:
+    """At most ``limit`` refs of what ``owners`` own: components, then the rest, by ref."""
+    return [r["ref"] for r in await db.fetch(FIRST_REFS_OWNED_BY, owners, limit)]
 
 
 async def refs_with_annotation(

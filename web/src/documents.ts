@@ -1,9 +1,9 @@
-// Every operation of the console, by name: the .graphql files of operations/ and of each
-// plugin's folder, which the build also turns into the persisted-query manifest (the server
-// trusts exactly these).
+// Every operation of the console, by name: the .graphql files of operations/, of the routes'
+// folders (each beside the component that reads it) and of each plugin's folder, which the
+// build also turns into the persisted-query manifest (the server trusts exactly these).
 import { gql, type TypedDocumentNode } from "@apollo/client";
 
-const sources = import.meta.glob<string>(["./operations/*.graphql", "./plugins/*/*.graphql"], {
+const sources = import.meta.glob<string>(["./operations/*.graphql", "./routes/**/*.graphql", "./plugins/*/*.graphql"], {
   query: "?raw",
   import: "default",
   eager: true,
@@ -20,6 +20,6 @@ for (const [path, text] of Object.entries(sources)) {
 
 export function document(name: string): Document {
   const found = documents[name];
-  if (!found) throw new Error(`no operation ${name} in src/operations`);
+  if (!found) throw new Error(`no operation ${name} in the console`);
   return found;
 }

@@ -10,6 +10,7 @@ from urllib.parse import quote, unquote, urlencode
 __all__ = [
     "KINDS",
     "RELATION_LISTS",
+    "attention_status",
     "cluster_errors",
     "crumbs_of",
     "display_name",
@@ -228,13 +229,35 @@ def home_lead(viewer: dict[str, Any]) -> str:
     return f"You are in {named}."
 
 
-def home_services(viewer: dict[str, Any]) -> list[tuple[dict[str, Any], dict[str, Any]]]:
-    """What the viewer's teams own, each once (under the first team owning it), by title."""
+# How much a level of attention weighs, and how it shows (a Gestalt Status type).
+ATTENTION = {"CRITICAL": (0, "problem"), "WARNING": (1, "warning"), "NOTICE": (2, "queued")}
+
+
+def attention_status(level: str) -> str:
+    return ATTENTION.get(level, (3, "unstarted"))[1]
+
+
+def home_services(
+    viewer: dict[str, Any],
+) -> list[tuple[dict[str, Any], dict[str, Any], dict[str, Any] | None]]:
+    """What the viewer's teams own, each once (under the first team owning it), with the most
+    pressing thing about it: what needs attention first, then by title."""
     seen: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {}
     for group in viewer.get("groups") or []:
         for entity in group.get("owns") or []:
             seen.setdefault(entity["ref"], (entity, group))
-    return sorted(seen.values(), key=lambda pair: display_name(pair[0]).lower())
+    worst: dict[str, dict[str, Any]] = {}
+    for item in viewer.get("attention") or []:
+        ref = (item.get("entity") or {}).get("ref")
+        if ref and ref not in worst:  # the list comes most pressing first
+            worst[ref] = item
+
+    def weight(pair: tuple[dict[str, Any], dict[str, Any]]) -> tuple[int, str]:
+        item = worst.get(pair[0]["ref"])
+        level = ATTENTION.get(item["level"], (3, ""))[0] if item else 3
+        return level, display_name(pair[0]).lower()
+
+    return [(e, g, worst.get(e["ref"])) for e, g in sorted(seen.values(), key=weight)]
 
 
 # An entity's relations as its overview lists them: (field, title, what to say when empty).

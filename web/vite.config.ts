@@ -5,6 +5,14 @@ import { defineConfig } from "vite";
 // CSS, hashed, at the root of dist/ (served as /assets/), with Vite's manifest for the server.
 // The libraries are chunks of their own, so the entry can run each in a task of its own
 // (src/boot.ts): a browser busy for long cannot answer a click.
+
+// A library's modules, installed at the top of node_modules: a copy nested under another package
+// (which only a lazily loaded chunk may use) stays with that chunk.
+function library(...names: string[]): RegExp {
+  const escaped = names.map((n) => n.replace(/[.*+?^${}()|[\]\\/]/g, "\\$&"));
+  return new RegExp(`^(?!.*node_modules.*node_modules).*node_modules[\\\\/](${escaped.join("|")})[\\\\/]`);
+}
+
 export default defineConfig({
   base: "/assets/",
   plugins: [react()],
@@ -17,10 +25,13 @@ export default defineConfig({
       output: {
         codeSplitting: {
           groups: [
-            { name: "react", test: /node_modules[\\/](react|react-dom|scheduler)[\\/]/ },
-            { name: "gestalt", test: /node_modules[\\/](gestalt|gestalt-design-tokens|@floating-ui|classnames|tabbable)[\\/]/ },
-            { name: "apollo", test: /node_modules[\\/](@apollo|graphql|graphql-ws|rxjs|@wry|optimism|tslib|ts-invariant|zen-observable|symbol-observable)[\\/]/ },
-            { name: "router", test: /node_modules[\\/](react-router|cookie|set-cookie-parser)[\\/]/ },
+            { name: "react", test: library("react", "react-dom", "scheduler") },
+            { name: "gestalt", test: library("gestalt", "gestalt-design-tokens", "@floating-ui", "classnames", "tabbable") },
+            {
+              name: "apollo",
+              test: library("@apollo", "graphql", "graphql-ws", "rxjs", "@wry", "optimism", "tslib", "ts-invariant", "zen-observable", "symbol-observable"),
+            },
+            { name: "router", test: library("react-router", "cookie", "set-cookie-parser") },
           ],
         },
       },

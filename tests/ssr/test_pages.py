@@ -20,6 +20,8 @@ from graphql import parse, print_ast
 
 from plugins.deployments import DeploymentsPlugin
 from plugins.deployments.settings import DeploymentSettings
+from plugins.observability.plugin import ObservabilityPlugin
+from plugins.observability.settings import ObservabilitySettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
 from sources.persisted import document_hash
@@ -71,6 +73,8 @@ def _plugins() -> list[Any]:
     return [
         PinComputePlugin(ComputeSettings()),  # no cluster: workloads answer empty
         DeploymentsPlugin(DeploymentSettings(deployments_webhook_secret=SECRET)),
+        # No Prometheus, no Alertmanager: their sections say so.
+        ObservabilityPlugin(ObservabilitySettings()),
     ]
 
 
@@ -117,6 +121,8 @@ async def test_an_entity_page_is_rendered_with_its_data_embedded(console: Client
         "EntityPage",
         "EntityWorkloads",
         "EntityDeployments",
+        "EntityMetrics",
+        "EntityAlerts",
     ]
     page = results[0]
     assert page["variables"] == {"ref": "component:default/checkout"}
@@ -136,7 +142,8 @@ async def test_an_entity_page_is_rendered_with_its_data_embedded(console: Client
         namespace, _, name = rest.partition("/")
         assert f'href="/catalog/{namespace}/{kind}/{name}"' in html
     tabs = re.findall(r'href="#([a-z-]+)"', html)
-    assert tabs[:3] == ["main", "overview", "deployments"] and "workloads" in tabs, tabs
+    assert tabs[:5] == ["main", "overview", "deployments", "metrics", "alerts"], tabs
+    assert "workloads" in tabs, tabs
     for section in tabs[1:]:
         assert f'<section class="atrium-section" id="{section}"' in html, section
     # Members of the owning team are counted, not listed with their e-mail addresses.
@@ -146,6 +153,21 @@ async def test_an_entity_page_is_rendered_with_its_data_embedded(console: Client
     # The entry alone: the route's chunk and the app load after the first paint.
     assert '<script type="module" src="/assets/boot-AAAAAAAA.js"></script>' in html
     assert "modulepreload" not in html and 'rel="stylesheet"' not in html
+
+
+async def test_a_backend_not_configured_is_said_on_the_page(console: Client) -> None:
+    response = await console.get("/catalog/default/component/checkout")
+    assert response.status_code == 200
+    html = response.text
+    page = _embedded(html, "atrium-page")
+    assert "ATRIUM_PROMETHEUS_URL" in page["unavailable"]["EntityMetrics"]
+    assert "ATRIUM_ALERTMANAGER_URL" in page["unavailable"]["EntityAlerts"]
+    shown = html.partition('<script type="application/json"')[0]
+    assert "Unavailable: prometheus: not configured" in shown, shown[-3000:]
+    assert "Unavailable: alertmanager: not configured" in shown
+    team = await console.get("/catalog/default/group/checkout-team")
+    assert team.status_code == 200 and "Unavailable:" in team.text
+    assert_well_formed(team.text)
 
 
 async def test_the_page_inlines_its_critical_css_and_theme_script_by_their_hashes(
@@ -195,7 +217,13 @@ async def test_a_team_page_and_the_teams_redirect(console: Client) -> None:
     assert response.status_code == 200, response.text
     assert_well_formed(response.text)
     results = _embedded(response.text, "apollo-results")
-    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads", "TeamDora"]
+    assert [r["operationName"] for r in results] == [
+        "TeamPage",
+        "TeamWorkloads",
+        "TeamDora",
+        "TeamAlerts",
+        "TeamErrorRatios",
+    ]
     team = results[0]["data"]
     assert team["entity"]["ref"] == "group:default/checkout-team"
     assert team["owned"]["totalCount"] > 0
@@ -406,7 +434,13 @@ async def test_production_runs_the_console_from_its_trusted_documents(
     assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
     response = await client.get("/catalog/default/group/checkout-team")
     results = _embedded(response.text, "apollo-results")
-    assert [r["operationName"] for r in results] == ["TeamPage", "TeamWorkloads", "TeamDora"]
+    assert [r["operationName"] for r in results] == [
+        "TeamPage",
+        "TeamWorkloads",
+        "TeamDora",
+        "TeamAlerts",
+        "TeamErrorRatios",
+    ]
     signed_in = await client.get(
         "/catalog/default/group/checkout-team", headers={"x-forwarded-user": "grace.okafor"}
     )

@@ -20,10 +20,12 @@ function fetchAhead(urls: string[]) {
 async function start() {
   fetchAhead(page.chunks ?? []);
   for (const library of [
+    // The app's own modules over each library (not the library's whole namespace, which would
+    // keep every part of it in the build).
     () => import("react-dom/client"),
-    () => import("gestalt"),
-    () => import("@apollo/client"),
-    () => import("react-router"),
+    () => import("./kit"),
+    () => import("./apollo"),
+    () => import("./App"),
     preloadCurrentRoute,
   ]) {
     await library();

@@ -189,17 +189,40 @@ export function homeLead(viewer: any): string {
   return `You are in ${named}.`;
 }
 
-export function homeServices(viewer: any): [any, any][] {
+// How much a level of attention weighs, and how it shows.
+const ATTENTION: Record<string, [number, StatusType]> = {
+  CRITICAL: [0, "problem"],
+  WARNING: [1, "warning"],
+  NOTICE: [2, "queued"],
+};
+
+export function attentionStatus(level: string): StatusType {
+  return ATTENTION[level]?.[1] ?? "unstarted";
+}
+
+// What the viewer's teams own, each once (under the first team owning it), with the most
+// pressing thing about it: what needs attention first, then by title.
+export function homeServices(viewer: any): [any, any, any | null][] {
   const seen = new Map<string, [any, any]>();
   for (const group of viewer.groups ?? []) {
     for (const entity of group.owns ?? []) if (!seen.has(entity.ref)) seen.set(entity.ref, [entity, group]);
   }
-  // Python's sort: by the lowercased title, code point order.
-  return [...seen.values()].sort((a, b) => {
-    const x = displayName(a[0]).toLowerCase();
-    const y = displayName(b[0]).toLowerCase();
-    return x < y ? -1 : x > y ? 1 : 0;
-  });
+  const worst = new Map<string, any>();
+  for (const item of viewer.attention ?? []) {
+    const ref = item.entity?.ref;
+    if (ref && !worst.has(ref)) worst.set(ref, item);
+  }
+  const weight = ([entity]: [any, any]): [number, string] => {
+    const item = worst.get(entity.ref);
+    return [item ? (ATTENTION[item.level]?.[0] ?? 3) : 3, displayName(entity).toLowerCase()];
+  };
+  // Python's sort: by weight, then the lowercased title in code point order; stable.
+  return [...seen.values()]
+    .sort((a, b) => {
+      const [x, y] = [weight(a), weight(b)];
+      return x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0);
+    })
+    .map(([entity, group]) => [entity, group, worst.get(entity.ref) ?? null]);
 }
 
 // Backstage's rule for names and namespaces (ssr/pages.py checks the same).

@@ -10,6 +10,7 @@ import { Workloads, workloadsOf } from "../components/Workloads";
 import { document } from "../documents";
 import { Badge, ExternalLink, Small, Span } from "../kit";
 import { describe, usePageMeta } from "../pageMeta";
+import { useVisit } from "../recent";
 import { addressProblem, crumbsOf, displayName, entityBadges, kindLabel, pageSections } from "../present";
 import { PluginPanels, panelSections } from "../plugins";
 import { Missing } from "./Missing";
@@ -41,6 +42,8 @@ export default function Entity() {
   const workloads = useQuery<any>(document("EntityWorkloads"), { variables: { ref }, skip: invalid || lower !== "component" });
   const e = page.data?.entity;
   const title = e ? displayName(e) : null;
+  // Kept by the browser for home's "Recently visited".
+  useVisit(e ? { ref: e.ref, name: e.name, title: title } : null);
   usePageMeta(
     invalid ? null : page.data && !e ? "Not found" : title,
     e ? describe(e.description, `The ${kindLabel(lower).toLowerCase()} ${title} in the catalog: its owner and relations.`) : "",

@@ -5,9 +5,9 @@ import { PageHead } from "../components/PageHead";
 import { Empty, Loading, Notice, Section } from "../components/Section";
 import { kindHref } from "../catalogUrl";
 import { document } from "../documents";
-import { AppLink, Badge, Clamp, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { AppLink, Badge, ButtonLink, Clamp, Row, Small, Span, Status, Table, TBody, Td, Th, THead } from "../kit";
 import { DESCRIPTION, usePageMeta } from "../pageMeta";
-import { displayName, homeLead, homeServices, kindLabel, lifecycleTone } from "../present";
+import { attentionStatus, displayName, homeLead, homeServices, kindLabel, lifecycleTone } from "../present";
 import { Recent } from "./home/Recent";
 
 // Home (ssr/templates/home.html): for a signed-in person their teams' services and what they
@@ -44,6 +44,31 @@ export default function Home() {
   return (
     <>
       <PageHead title={`Welcome, ${v.user ? displayName(v.user) : v.ref.slice(v.ref.lastIndexOf("/") + 1)}`} lead={homeLead(v)} />
+      <Section id="attention" title="Needs attention">
+        {v.attention?.length ? (
+          <ul className="atrium-list atrium-attention">
+            {v.attention.map((item: any, i: number) => (
+              <li key={`${item.entity.ref}-${i}`}>
+                <div className="atrium-cell">
+                  <Status type={attentionStatus(item.level)} title={item.title} />
+                  <div className="atrium-attention-about">
+                    <EntityLink entity={item.entity} strong />
+                    {item.since ? <Small>{`since ${item.since.slice(0, 16).replace("T", " ")} UTC`}</Small> : null}
+                  </div>
+                  {item.detail ? <Small>{item.detail}</Small> : null}
+                </div>
+                {item.href ? (
+                  <div className="atrium-actions">
+                    <ButtonLink href={item.href} text="Look" />
+                  </div>
+                ) : null}
+              </li>
+            ))}
+          </ul>
+        ) : (
+          <Empty text="Nothing needs attention: your teams' services run as they should." />
+        )}
+      </Section>
       <Section id="services" title="Your teams' services">
         {services.length ? (
           <div className="atrium-services-table">
@@ -51,13 +76,14 @@ export default function Home() {
               <THead>
                 <Row>
                   <Th>Name</Th>
+                  <Th>State</Th>
                   <Th>Team</Th>
                   <Th>Kind</Th>
                   <Th>Lifecycle</Th>
                 </Row>
               </THead>
               <TBody>
-                {services.map(([e, team]) => (
+                {services.map(([e, team, worst]) => (
                   <Row key={e.ref}>
                     <Td>
                       <div className="atrium-cell">
@@ -65,6 +91,7 @@ export default function Home() {
                         {e.description ? <Clamp text={e.description} /> : null}
                       </div>
                     </Td>
+                    <Td>{worst ? <Status type={attentionStatus(worst.level)} title={worst.title} /> : <Status type="ok" title="Fine" />}</Td>
                     <Td>
                       <EntityLink entity={team} />
                     </Td>

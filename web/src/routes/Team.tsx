@@ -11,6 +11,7 @@ import { ownerHref } from "../catalogUrl";
 import { document } from "../documents";
 import { Badge, ButtonLink, Clamp, ExternalLink, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
 import { describe, usePageMeta } from "../pageMeta";
+import { useVisit } from "../recent";
 import { crumbsOf, displayName, entityBadges, kindLabel, lifecycleTone, pageSections } from "../present";
 import { PluginPanels, panelSections } from "../plugins";
 import { Missing } from "./Missing";
@@ -24,6 +25,8 @@ export default function Team() {
   const workloads = useQuery<any>(document("TeamWorkloads"), { variables: { ref } });
   const g = page.data?.entity;
   const title = g ? displayName(g) || name : null;
+  // Kept by the browser for home's "Recently visited".
+  useVisit(g ? { ref: g.ref, name: g.name, title: title } : null);
   usePageMeta(
     page.data && !g ? "Not found" : title,
     g ? describe(g.description, `The team ${title}: its members, what it owns and runs.`) : "",

@@ -21,7 +21,8 @@ run: $(VENV)/.installed $(WEB)/dist/.built observability-servers
 test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
 	$(BIN)/python -m pytest
 
-bench: $(VENV)/.installed-test system-test-deps
+# The console scenario runs Lighthouse from tests/clients.
+bench: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed
 	$(BIN)/python -m bench $(ARGS)
 
 # Servers the tests start for themselves: OpenLDAP (slapd), Redis when none answers, Chromium,

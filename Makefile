@@ -13,7 +13,7 @@ WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
 export DEBIAN_FRONTEND := noninteractive
 
 .PHONY: run test bench install install-test system-test-deps observability-servers node lint \
-	schema clean web web-dev
+	schema clean web web-dev screenshots
 
 run: $(VENV)/.installed $(WEB)/dist/.built observability-servers
 	$(BIN)/atrium serve --demo
@@ -24,6 +24,10 @@ test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installe
 # The console scenario runs Lighthouse from tests/clients.
 bench: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed
 	$(BIN)/python -m bench $(ARGS)
+
+# The README's pictures of the console (docs/screenshots/), taken from the demo in Chromium.
+screenshots: $(VENV)/.installed-test system-test-deps $(WEB)/dist/.built
+	$(BIN)/python docs/screenshots.py
 
 # Servers the tests start for themselves: OpenLDAP (slapd), Redis when none answers, Chromium,
 # Prometheus and Alertmanager.

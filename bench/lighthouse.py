@@ -23,7 +23,7 @@ import statistics
 import sys
 import tempfile
 from collections import Counter
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO, Final
@@ -33,7 +33,7 @@ import httpx
 
 from bench.harness import BenchFailure
 
-__all__ = ["LIGHTHOUSE", "PAGES", "run_lighthouse"]
+__all__ = ["LIGHTHOUSE", "PAGES", "lighthouse", "run_lighthouse"]
 
 ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE: Final = ROOT / "tests" / "clients" / "node_modules" / ".bin" / "lighthouse"
@@ -120,16 +120,27 @@ def _flagged(report: dict[str, Any]) -> list[str]:
     return found
 
 
-async def lighthouse(url: str) -> dict[str, Any]:
-    """Lighthouse's JSON report of ``url``: the performance category, default settings."""
+async def lighthouse(
+    url: str,
+    *,
+    categories: Sequence[str] = ("performance",),
+    headers: Mapping[str, str] | None = None,
+) -> dict[str, Any]:
+    """Lighthouse's JSON report of ``url`` (default settings: the mobile profile) for
+    ``categories``, as the demo user unless other ``headers`` are given. The console's tests
+    run it too (tests/console/lighthouse.py)."""
+    if not LIGHTHOUSE.is_file():
+        raise BenchFailure(f"no Lighthouse at {LIGHTHOUSE}: make test installs it (tests/clients)")
+    if headers is None:
+        headers = {"Cookie": f"atrium_demo_user={DEMO_USER}"}
     process = await asyncio.create_subprocess_exec(
         str(LIGHTHOUSE),
         url,
         "--quiet",
         "--output=json",  # on stdout
         f"--chrome-flags={CHROME_FLAGS}",
-        "--only-categories=performance",
-        f"--extra-headers={json.dumps({'Cookie': f'atrium_demo_user={DEMO_USER}'})}",
+        f"--only-categories={','.join(categories)}",
+        f"--extra-headers={json.dumps(dict(headers))}",
         env={**os.environ, "CHROME_PATH": CHROMIUM},
         stdout=asyncio.subprocess.PIPE,
         stderr=asyncio.subprocess.PIPE,

@@ -14,14 +14,14 @@ import {
   viewerRefs,
 } from "../catalogUrl";
 import { EntityLink, Person } from "../components/EntityLink";
+import { KindCell, LifecycleCell, NameCell } from "../components/EntityCells";
 import { PageHead } from "../components/PageHead";
 import { Empty, Loading, Notice } from "../components/Section";
 import { document } from "../documents";
-import { Badge, ButtonLink, SubmitButton, Clamp, Row, Select, Small, SmallIcon, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { ButtonLink, Row, Select, Small, SmallIcon, Span, SubmitButton, Table, TBody, Td, Th, THead } from "../kit";
 import { page as pageData } from "../page";
 import { usePageMeta } from "../pageMeta";
 import { Missing } from "./Missing";
-import { kindLabel, lifecycleTone } from "../present";
 
 const FILTERS: [string, string][] = [
   ["kind", "Kind"],
@@ -137,21 +137,11 @@ export default function Catalog() {
                   <TBody>
                     {entities.nodes.map((e: any) => (
                       <Row key={e.ref}>
-                        <Td>
-                          <div className="atrium-cell">
-                            <EntityLink entity={e} strong />
-                            {e.description ? <Clamp text={e.description} /> : null}
-                          </div>
-                        </Td>
-                        <Td>
-                          <div className="atrium-cell">
-                            <Span>{kindLabel(e.kind)}</Span>
-                            {e.type ? <Small>{e.type}</Small> : null}
-                          </div>
-                        </Td>
+                        <NameCell entity={e} />
+                        <KindCell entity={e} />
                         <Td>{e.owner ? <Person entity={e.owner} /> : null}</Td>
                         <Td>{e.system ? <EntityLink entity={e.system} /> : null}</Td>
-                        <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                        <LifecycleCell entity={e} />
                       </Row>
                     ))}
                   </TBody>

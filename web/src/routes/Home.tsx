@@ -1,13 +1,14 @@
 /* eslint-disable @typescript-eslint/no-explicit-any */
 import { useQuery } from "@apollo/client/react";
 import { EntityLink, EntityList } from "../components/EntityLink";
+import { KindCell, LifecycleCell, NameCell } from "../components/EntityCells";
 import { PageHead } from "../components/PageHead";
 import { Empty, Loading, Notice, Section } from "../components/Section";
 import { kindHref } from "../catalogUrl";
 import { document } from "../documents";
-import { AppLink, Badge, ButtonLink, Clamp, Row, Small, Span, Status, Table, TBody, Td, Th, THead } from "../kit";
+import { AppLink, ButtonLink, Row, Small, Status, Table, TBody, Td, Th, THead } from "../kit";
 import { DESCRIPTION, usePageMeta } from "../pageMeta";
-import { attentionStatus, displayName, homeLead, homeServices, kindLabel, lifecycleTone } from "../present";
+import { attentionStatus, displayName, homeLead, homeServices, kindLabel } from "../present";
 import { Recent } from "./home/Recent";
 
 // Home (ssr/templates/home.html): for a signed-in person their teams' services and what they
@@ -85,23 +86,13 @@ export default function Home() {
               <TBody>
                 {services.map(([e, team, worst]) => (
                   <Row key={e.ref}>
-                    <Td>
-                      <div className="atrium-cell">
-                        <EntityLink entity={e} strong />
-                        {e.description ? <Clamp text={e.description} /> : null}
-                      </div>
-                    </Td>
+                    <NameCell entity={e} />
                     <Td>{worst ? <Status type={attentionStatus(worst.level)} title={worst.title} /> : <Status type="ok" title="Fine" />}</Td>
                     <Td>
                       <EntityLink entity={team} />
                     </Td>
-                    <Td>
-                      <div className="atrium-cell">
-                        <Span>{kindLabel(e.kind)}</Span>
-                        {e.type ? <Small>{e.type}</Small> : null}
-                      </div>
-                    </Td>
-                    <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                    <KindCell entity={e} />
+                    <LifecycleCell entity={e} />
                   </Row>
                 ))}
               </TBody>

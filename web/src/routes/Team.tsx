@@ -6,13 +6,14 @@ import { EntityLink, EntityList, Person } from "../components/EntityLink";
 import { PageHead } from "../components/PageHead";
 import { Card, Empty, Loading, Notice, Section } from "../components/Section";
 import { Tabs } from "../components/Tabs";
+import { KindCell, LifecycleCell, NameCell } from "../components/EntityCells";
 import { Workloads, workloadsOf } from "../components/Workloads";
 import { ownerHref } from "../catalogUrl";
 import { document } from "../documents";
-import { Badge, ButtonLink, Clamp, ExternalLink, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
+import { ButtonLink, ExternalLink, Row, Small, Span, Table, TBody, Td, Th, THead } from "../kit";
 import { describe, usePageMeta } from "../pageMeta";
 import { useVisit } from "../recent";
-import { crumbsOf, displayName, entityBadges, kindLabel, lifecycleTone, pageSections } from "../present";
+import { crumbsOf, displayName, entityBadges, pageSections } from "../present";
 import { PluginPanels, panelSections } from "../plugins";
 import { Missing } from "./Missing";
 import { StarButton } from "./entity/StarButton";
@@ -68,19 +69,9 @@ export default function Team() {
                 <TBody>
                   {owned.nodes.map((e: any) => (
                     <Row key={e.ref}>
-                      <Td>
-                        <div className="atrium-cell">
-                          <EntityLink entity={e} strong />
-                          {e.description ? <Clamp text={e.description} /> : null}
-                        </div>
-                      </Td>
-                      <Td>
-                        <div className="atrium-cell">
-                          <Span>{kindLabel(e.kind)}</Span>
-                          {e.type ? <Small>{e.type}</Small> : null}
-                        </div>
-                      </Td>
-                      <Td>{e.lifecycle ? <Badge text={e.lifecycle} type={lifecycleTone(e.lifecycle)} /> : null}</Td>
+                      <NameCell entity={e} />
+                      <KindCell entity={e} />
+                      <LifecycleCell entity={e} />
                       <Td>{e.owner ? <EntityLink entity={e.owner} /> : null}</Td>
                     </Row>
                   ))}

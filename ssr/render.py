@@ -165,12 +165,11 @@ async def _respond(request: Request, page: Page) -> Response:
     kept = [a for a in answers if a.data is not None]
     about = await page_data(services, console, viewer)
     about["unavailable"] = {a.name: a.unavailable for a in kept if a.unavailable}
-    # What the client's entry fetches at once after the first paint, then runs in turn.
-    about["chunks"] = list(
-        console.vite.assets(
-            ROUTE_CHUNKS.get(page.route if template != "missing.html" else "missing")
-        ).preloads
+    assets = console.vite.assets(
+        ROUTE_CHUNKS.get(page.route if template != "missing.html" else "missing")
     )
+    # What the client's entry fetches at once after the first paint, then runs in turn.
+    about["chunks"] = list(assets.preloads)
     title, description = _meta(page, template, status, data, main)
 
     headers = {
@@ -198,7 +197,7 @@ async def _respond(request: Request, page: Page) -> Response:
     html = console.templates.get_template(template).render(
         meta={"title": title, "description": description},
         inline=console.inline,
-        assets=_assets(console, page.route if template != "missing.html" else "missing"),
+        assets={"entry": assets.entry, "icon": "/assets/logo.svg"},
         route=page.route,
         viewer=viewer,
         viewer_info=about["viewer"] | {"demoUsers": about.get("demoUsers")},
@@ -241,11 +240,6 @@ def _send(
         body = forms[encoding]
         headers = headers | {"content-encoding": encoding}
     return Response(body, status, headers, media_type="text/html")
-
-
-def _assets(console: Console, route: str) -> dict[str, str]:
-    assets = console.vite.assets(ROUTE_CHUNKS.get(route))
-    return {"entry": assets.entry, "icon": "/assets/logo.svg"}
 
 
 def _meta(

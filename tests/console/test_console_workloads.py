@@ -8,6 +8,7 @@ import json
 import re
 from typing import Any
 
+import pytest
 from playwright.async_api import Browser, expect
 
 from tests.console.browser import ConsolePage, console_page, describe
@@ -76,10 +77,11 @@ async def test_an_owner_scales_a_workload_after_confirming_and_sees_the_new_coun
         assert not page.recorded.errors, page.recorded.errors
 
 
+@pytest.mark.parametrize("width", [1440, 390])
 async def test_a_restart_asks_first_and_cancelling_sends_nothing(
-    browser: Browser, served: Served
+    browser: Browser, served: Served, width: int
 ) -> None:
-    async with console_page(browser, served, user=OWNER) as page:
+    async with console_page(browser, served, user=OWNER, width=width) as page:
         await page.open(WORKLOAD_PATH)
         await page.page.get_by_role("button", name="Restart…").click()
         dialog = page.page.get_by_role("alertdialog")
@@ -89,6 +91,11 @@ async def test_a_restart_asks_first_and_cancelling_sends_nothing(
         await page.page.keyboard.press("Escape")
         await expect(dialog).to_have_count(0)
         assert not [r for r in page.recorded.graphql() if r.method == "POST"]
+        # The dialog, its text and its buttons fit the screen (a phone's too).
+        await page.page.get_by_role("button", name="Restart…").click()
+        box = await dialog.bounding_box()
+        assert box is not None and box["x"] >= 0 and box["x"] + box["width"] <= width, box
+        await dialog.get_by_role("button", name="Cancel").click()
 
 
 async def test_a_non_owner_sees_no_scale_button_and_is_refused(

@@ -221,6 +221,12 @@ class PageCache:
         if size > self.max_bytes // 8 or etag in self._pages:
             return
         self._pages[etag] = forms
+        self.grew(etag, size)
+
+    def grew(self, etag: str, size: int) -> None:
+        """A kept page gained ``size`` bytes (a form compressed for another encoding)."""
+        if etag not in self._pages:
+            return
         self._size += size
         while self._size > self.max_bytes:
             _, dropped = self._pages.popitem(last=False)

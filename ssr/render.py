@@ -32,7 +32,7 @@ from loaders.responses import etag_of
 from sources.auth import Viewer
 from sources.errors import NotAuthenticated
 from ssr.compress import compress, negotiate
-from ssr.console import Console, embed_json, panel_template
+from ssr.console import Console, PageCache, embed_json, panel_template
 from ssr.present import page_sections
 from ssr.viewer import page_data
 
@@ -190,7 +190,7 @@ async def _respond(request: Request, page: Page) -> Response:
             return Response(status_code=304, headers=headers)
         forms = console.pages.get(etag)
         if forms is not None:
-            return _send(forms, accepted, status, headers)
+            return _send(console.pages, etag, forms, accepted, status, headers)
     else:
         headers["cache-control"] = "no-store"
 
@@ -225,11 +225,16 @@ async def _respond(request: Request, page: Page) -> Response:
     forms = {"identity": html.encode()}
     if etag is not None:
         console.pages.put(etag, forms)
-    return _send(forms, accepted, status, headers)
+    return _send(console.pages, etag, forms, accepted, status, headers)
 
 
 def _send(
-    forms: dict[str, bytes], accepted: str | None, status: int, headers: dict[str, str]
+    pages: PageCache,
+    etag: str | None,
+    forms: dict[str, bytes],
+    accepted: str | None,
+    status: int,
+    headers: dict[str, str],
 ) -> Response:
     """The page in the encoding the browser accepts, compressed once and kept with it."""
     body = forms["identity"]
@@ -237,6 +242,8 @@ def _send(
     if encoding != "identity":
         if encoding not in forms:
             forms[encoding] = compress(body, encoding)
+            if etag is not None:
+                pages.grew(etag, len(forms[encoding]))
         body = forms[encoding]
         headers = headers | {"content-encoding": encoding}
     return Response(body, status, headers, media_type="text/html")

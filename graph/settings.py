@@ -18,12 +18,21 @@ from pydantic_settings import (
 
 from sources.catalog.placeholders import FetchPolicy
 
-__all__ = ["LdapPreset", "Mode", "Settings"]
+__all__ = ["DatabasePooling", "LdapPreset", "Mode", "Settings"]
 
 
 class Mode(StrEnum):
     DEVELOPMENT = "development"
     PRODUCTION = "production"
+
+
+class DatabasePooling(StrEnum):
+    """How connections reach PostgreSQL: each one is a session of its own (directly, or through
+    a pooler in session mode), or a pooler such as PgBouncer hands out a server connection for
+    one transaction at a time."""
+
+    SESSION = "session"
+    TRANSACTION = "transaction"
 
 
 class LdapPreset(StrEnum):
@@ -47,6 +56,10 @@ class Settings(BaseSettings):
     database_url: str | None = None
     database_pool_min: int = Field(default=2, ge=1)
     database_pool_max: int = Field(default=10, ge=1)
+    # "transaction" when database_url names PgBouncer (or another pooler) in transaction mode:
+    # nothing that needs a session (prepared statements, session advisory locks, startup
+    # parameters) is used. See the README's "Running in production".
+    database_pooling: DatabasePooling = DatabasePooling.SESSION
     data_dir: Path = Path(".atrium")
     # Plugin ids (entry-point names) that must not be loaded.
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -89,6 +102,9 @@ class Settings(BaseSettings):
     catalog_fetch_max_bytes: int = Field(default=2 * 2**20, ge=1024)  # per URL or file read
 
     log_level: str = "INFO"
+    # Seconds a replica keeps serving after SIGTERM while /readyz says 503, so that the load
+    # balancer takes it out before it stops; then in-flight requests finish and it exits.
+    shutdown_grace: float = Field(default=10.0, ge=0, le=600)
 
     # The console's build (Vite's manifest, hashed assets, the persisted-query manifest), as
     # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API
@@ -112,6 +128,26 @@ class Settings(BaseSettings):
     admin_group: str | None = None
     # Whether requests with no user or token may read.
     anonymous_read: bool = True
+
+    # Sign-in with OpenID Connect (authorization code with PKCE). Unset oidc_issuer: no sign-in.
+    oidc_issuer: str | None = None
+    oidc_client_id: str | None = None
+    oidc_client_secret: SecretStr | None = None
+    oidc_scopes: str = "openid profile email"
+    # The claim that names the person's User entity; an e-mail claim maps through User e-mails.
+    oidc_user_claim: str = "preferred_username"
+    # The audience the provider's access tokens (Authorization: Bearer <JWT>) must carry.
+    # Unset: only atr_ tokens are accepted as bearer tokens.
+    oidc_audience: str | None = None
+    # For a token issued to a client (client credentials): the claim naming the group it acts
+    # as. A client token without it may only read.
+    oidc_client_group_claim: str = "atrium_group"
+    # Where browsers reach Atrium (https://console.example.com); the redirect URI is
+    # {public_url}/auth/callback.
+    public_url: str | None = None
+    # Sessions of signed-in people: dropped after this long unused, and this long after sign-in.
+    session_idle_timeout: float = Field(default=8 * 3600, gt=0)
+    session_max_age: float = Field(default=7 * 24 * 3600, gt=0)
 
     # The directory. Unset ldap_url: no sync.
     ldap_url: str | None = None

@@ -30,7 +30,7 @@ screenshots: $(VENV)/.installed-test system-test-deps $(WEB)/dist/.built
 	$(BIN)/python docs/screenshots.py
 
 # Servers the tests start for themselves: OpenLDAP (slapd), Redis when none answers, Chromium,
-# Prometheus and Alertmanager.
+# Prometheus and Alertmanager, and for the production tests HAProxy and PgBouncer.
 system-test-deps: observability-servers
 	@if ! command -v slapd >/dev/null 2>&1 && [ ! -x /usr/sbin/slapd ]; then \
 	  apt-get update -q && apt-get install -y -q slapd ldap-utils; \
@@ -40,6 +40,12 @@ system-test-deps: observability-servers
 	fi
 	@if ! command -v chromium >/dev/null 2>&1 && [ ! -x /usr/bin/chromium ]; then \
 	  apt-get update -q && apt-get install -y -q chromium; \
+	fi
+	@if ! command -v haproxy >/dev/null 2>&1 && [ ! -x /usr/sbin/haproxy ]; then \
+	  apt-get update -q && apt-get install -y -q haproxy; \
+	fi
+	@if ! command -v pgbouncer >/dev/null 2>&1 && [ ! -x /usr/sbin/pgbouncer ]; then \
+	  apt-get update -q && apt-get install -y -q pgbouncer; \
 	fi
 
 # Prometheus and Alertmanager (Debian's, promtool included): the tests start their own, and

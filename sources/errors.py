@@ -67,9 +67,12 @@ class NotFound(CatalogError):
 
 
 class EntityValidationError(CatalogError):
-    """``field`` is a dotted path into the document, such as ``metadata.name``."""
+    """``field`` is a dotted path into the document, such as ``metadata.name``; ``difference``
+    names the deliberate difference from Backstage's model (sources.catalog.differences) when
+    the document is refused for one."""
 
-    def __init__(self, field: str, message: str) -> None:
+    def __init__(self, field: str, message: str, difference: str | None = None) -> None:
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+        self.difference = difference

@@ -21,6 +21,7 @@ is the key ``"1"``), as Backstage's and Kubernetes' readers do.
 from __future__ import annotations
 
 import math
+import re
 from typing import Any, Final
 
 import yaml
@@ -31,7 +32,7 @@ from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 from sources.text import unstorable
 
-__all__ = ["MAX_DEPTH", "MAX_VALUES", "InvalidYaml", "JsonYamlLoader", "load_yaml"]
+__all__ = ["MAX_DEPTH", "MAX_VALUES", "InvalidYaml", "JsonYamlLoader", "Yaml12Loader", "load_yaml"]
 
 MAX_DEPTH: Final = 64
 MAX_VALUES: Final = 100_000
@@ -68,6 +69,10 @@ class JsonYamlLoader(yaml.SafeLoader):
 
     max_depth = MAX_DEPTH
     max_values = MAX_VALUES
+    unique_keys = False
+
+    def read_int(self, node: Any) -> int:
+        return int(super().construct_yaml_int(node))
 
     def __init__(self, stream: Any) -> None:
         super().__init__(stream)
@@ -150,8 +155,23 @@ class JsonYamlLoader(yaml.SafeLoader):
             )
         self.flatten_mapping(node)
         mapping: dict[str, Any] = {}
+        seen: set[tuple[bool, Any]] = set()
         for key_node, value_node in node.value:
             key = self.construct_object(key_node, deep=deep)
+            if self.unique_keys:
+                # 1 and 1.0 are one number, true is not 1: keys compared as YAML values.
+                seen_as = (
+                    isinstance(key, bool),
+                    key if isinstance(key, str | int | float) else id(key),
+                )
+                if seen_as in seen:
+                    raise ConstructorError(
+                        "while reading a mapping",
+                        node.start_mark,
+                        f"Map keys must be unique: {key_node.value!r} is given twice",
+                        key_node.start_mark,
+                    )
+                seen.add(seen_as)
             if not isinstance(key, str):
                 if not isinstance(key_node, ScalarNode):
                     raise ConstructorError(
@@ -168,7 +188,7 @@ class JsonYamlLoader(yaml.SafeLoader):
         text = self.construct_scalar(node)
         if len(text) > 100:
             raise ConstructorError(None, None, "an integer too long to store", node.start_mark)
-        value = self._read(super().construct_yaml_int, node, "an integer")
+        value = self._read(self.read_int, node, "an integer")
         if value not in _INT64:
             raise ConstructorError(
                 None, None, "an integer beyond 64 bits cannot be stored", node.start_mark
@@ -225,10 +245,47 @@ for _tag in _NO_JSON_FORM:
     )
 
 
-def load_yaml(text: str) -> list[Any]:
+class Yaml12Loader(JsonYamlLoader):
+    """YAML 1.2 (its core schema), as Backstage's reader (the ``yaml`` package) reads catalog
+    files, where PyYAML reads YAML 1.1: ``on``, ``off``, ``yes``, ``no``, ``y`` and ``n`` are
+    strings, not booleans; ``1_000`` and ``1:30`` are strings, not numbers; ``0o17`` is
+    octal and ``017`` seventeen; ``=`` is a string; ``<<`` is a key like any other (1.2 has
+    no merge keys); and a key given twice in one mapping is an error, as it is there."""
+
+    unique_keys = True
+
+    def read_int(self, node: Any) -> int:
+        text = str(node.value)
+        if text.startswith("0o"):
+            return int(text[2:], 8)
+        if text.startswith("0x"):
+            return int(text[2:], 16)
+        return int(text)
+
+
+# YAML 1.2's core schema (yaml.org/spec/1.2.2, 10.3.2), in the order its tags are tried.
+Yaml12Loader.yaml_implicit_resolvers = {}
+for _tag, _pattern, _first in (
+    ("bool", r"^(?:true|True|TRUE|false|False|FALSE)$", "tTfF"),
+    ("int", r"^(?:[-+]?[0-9]+|0o[0-7]+|0x[0-9a-fA-F]+)$", "-+0123456789"),
+    (
+        "float",
+        r"^(?:[-+]?(?:\.[0-9]+|[0-9]+(?:\.[0-9]*)?)(?:[eE][-+]?[0-9]+)?"
+        r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$",
+        "-+0123456789.",
+    ),
+    ("null", r"^(?:~|null|Null|NULL|)$", ["~", "n", "N", ""]),
+):
+    Yaml12Loader.add_implicit_resolver(
+        f"tag:yaml.org,2002:{_tag}", re.compile(_pattern), list(_first)
+    )
+
+
+def load_yaml(text: str, loader: type[JsonYamlLoader] = JsonYamlLoader) -> list[Any]:
     """Every document of ``text`` (None for an empty one); ``InvalidYaml`` says what and
-    where when the text does not parse or stands for something no JSON can be."""
+    where when the text does not parse or stands for something no JSON can be. Catalog files
+    are read with ``Yaml12Loader``."""
     try:
-        return list(yaml.load_all(text, Loader=JsonYamlLoader))
+        return list(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as exc:
         raise InvalidYaml.of(exc, text) from None

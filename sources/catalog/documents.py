@@ -22,7 +22,7 @@ from sources.catalog.model import Entity, validate_entity
 from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
 from sources.catalog.refs import KINDS
 from sources.errors import EntityValidationError
-from sources.yaml_json import JsonYamlLoader
+from sources.yaml_json import Yaml12Loader
 
 __all__ = ["DocumentError", "ParsedBatch", "UnavailableField", "parse_documents", "read_paths"]
 
@@ -75,9 +75,10 @@ class ParsedBatch:
     unavailable: list[UnavailableField] = field(default_factory=list)
 
 
-class _Loader(JsonYamlLoader):
-    """Entities are JSON: timestamps stay strings, and what JSON or PostgreSQL cannot hold
-    (a NUL, a number beyond 64 bits, nesting without end) is a YAML error with its line."""
+class _Loader(Yaml12Loader):
+    """Catalog files are YAML 1.2, as in Backstage; entities are JSON: timestamps stay
+    strings, and what JSON or PostgreSQL cannot hold (a NUL, a number beyond 64 bits,
+    nesting without end) is a YAML error with its line."""
 
 
 @dataclass(slots=True)

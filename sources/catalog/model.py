@@ -1,20 +1,38 @@
-"""Backstage's entity model: validation of one document and the relations it declares."""
+"""Backstage's entity model: validation of one document and the relations it declares.
+
+A document is judged as Backstage's catalog judges it, in its order, so that the first
+problem found is the one Backstage reports: the envelope (apiVersion, kind, metadata.name),
+the Entity schema, fields foreign to the root, the formats of names, namespaces, labels,
+annotations, tags and links (``sources.catalog.formats``), the kind's schema
+(``sources.catalog.schema``), and last the refs of the spec, which become relations. Where
+Atrium differs on purpose, ``sources.catalog.differences`` says so and why.
+"""
 
 from __future__ import annotations
 
 import hashlib
-import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 import orjson
 
-from sources.catalog.refs import DEFAULT_NAMESPACE, canonical_kind, check_name, make_ref, parse_ref
+from sources.catalog import schema
+from sources.catalog.differences import (
+    DEPENDENCY_OF_LIST,
+    INDEXED_TEXT,
+    INDEXED_TEXT_MAX,
+    MCP_DEFINITION_TEXT,
+    UNSTORABLE_TEXT,
+)
+from sources.catalog.formats import check_formats
+from sources.catalog.refs import DEFAULT_NAMESPACE, KINDS, make_ref, split_ref
 from sources.errors import EntityValidationError, InvalidRef
 
-__all__ = ["RELATION_PAIRS", "Entity", "Relation", "validate_entity"]
+__all__ = ["INVERSE", "RELATION_PAIRS", "Entity", "Relation", "validate_entity"]
 
 API_VERSIONS: Final = ("backstage.io/v1alpha1", "backstage.io/v1beta1")
+ROOT_FIELDS: Final = ("apiVersion", "kind", "metadata", "spec")
 
 # Every relation and its inverse; both directions are stored.
 RELATION_PAIRS: Final = {
@@ -32,48 +50,43 @@ INVERSE: Final = {**RELATION_PAIRS, **{b: a for a, b in RELATION_PAIRS.items()}}
 @dataclass(frozen=True, slots=True)
 class _RefField:
     relation: str
-    default_kind: str
-    many: bool = False
+    default_kind: str | None  # None: the ref must name its kind (dependsOn, dependencyOf)
     required: bool = False
 
 
-# spec field → the relation it declares, per kind (Backstage's BuiltinKindsEntityProcessor).
+# spec field → the relation it declares, per kind, in the order Backstage reads them (its
+# model's relation fields, which BuiltinKindsEntityProcessor follows).
 _OWNER = _RefField("ownedBy", "Group", required=True)
+_SYSTEM = _RefField("partOf", "System")
+_DEPENDS_ON = _RefField("dependsOn", None)
+_DEPENDENCY_OF = _RefField("dependencyOf", None)
 _SPEC_REFS: Final[dict[str, dict[str, _RefField]]] = {
     "Component": {
         "owner": _OWNER,
-        "system": _RefField("partOf", "System"),
         "subcomponentOf": _RefField("partOf", "Component"),
-        "providesApis": _RefField("providesApi", "API", many=True),
-        "consumesApis": _RefField("consumesApi", "API", many=True),
-        "dependsOn": _RefField("dependsOn", "Component", many=True),
-        "dependencyOf": _RefField("dependencyOf", "Component", many=True),
+        "providesApis": _RefField("providesApi", "API"),
+        "consumesApis": _RefField("consumesApi", "API"),
+        "dependsOn": _DEPENDS_ON,
+        "dependencyOf": _DEPENDENCY_OF,
+        "system": _SYSTEM,
     },
-    "API": {"owner": _OWNER, "system": _RefField("partOf", "System")},
+    "API": {"owner": _OWNER, "system": _SYSTEM},
     "Resource": {
         "owner": _OWNER,
-        "system": _RefField("partOf", "System"),
-        "dependsOn": _RefField("dependsOn", "Component", many=True),
-        "dependencyOf": _RefField("dependencyOf", "Component", many=True),
+        "dependsOn": _DEPENDS_ON,
+        "dependencyOf": _DEPENDENCY_OF,
+        "system": _SYSTEM,
     },
     "System": {"owner": _OWNER, "domain": _RefField("partOf", "Domain")},
     "Domain": {"owner": _OWNER, "subdomainOf": _RefField("partOf", "Domain")},
     "Group": {
         "parent": _RefField("childOf", "Group"),
-        "children": _RefField("parentOf", "Group", many=True),
-        "members": _RefField("hasMember", "User", many=True),
+        "children": _RefField("parentOf", "Group"),
+        "members": _RefField("hasMember", "User"),
     },
-    "User": {"memberOf": _RefField("memberOf", "Group", many=True)},
+    "User": {"memberOf": _RefField("memberOf", "Group")},
     "Location": {},
 }
-# spec fields that must be non-empty strings, per kind (an API's definition: see _api_spec).
-_REQUIRED_STRINGS: Final = {
-    "Component": ("type", "lifecycle"),
-    "API": ("type", "lifecycle"),
-    "Resource": ("type",),
-    "Group": ("type",),
-}
-_TAG: Final = re.compile(r"^[a-z0-9:+#]+(-[a-z0-9:+#]+)*$")
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,64 +127,47 @@ def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> E
     ``unavailable`` names fields whose placeholder could not be read: they are left empty,
     and that is not held against the document."""
     unavailable = unavailable or {}
+    skip = _skipper(unavailable)
     if not isinstance(doc, dict):
-        raise EntityValidationError("(document)", f"expected a mapping, got {_kind_of(doc)}")
-    api_version = doc.get("apiVersion")
-    if api_version not in API_VERSIONS:
-        raise EntityValidationError(
-            "apiVersion", f"{_short(api_version)} is not one of {', '.join(API_VERSIONS)}"
-        )
-    raw_kind = _string(doc, "kind", "kind", required=True)
-    try:
-        kind = canonical_kind(raw_kind or "")
-    except InvalidRef as exc:
-        raise EntityValidationError("kind", str(exc)) from None
-    metadata = _mapping(doc, "metadata", "metadata", required=True)
-    spec = _mapping(doc, "spec", "spec", required=kind != "Location")
+        raise EntityValidationError("(document)", f"expected a mapping, got {schema.kind_of(doc)}")
+    schema.check(doc, schema.ENVELOPE, "", skip)
+    schema.check(doc, schema.ENTITY, "", skip)
+    for key in schema.js_keys(doc):
+        if key not in ROOT_FIELDS:
+            raise EntityValidationError(
+                key, "Unknown field; an entity has only apiVersion, kind, metadata and spec"
+            )
+    check_formats(doc, skip)
+    kind = _kind(doc)
+    if "spec" not in doc:
+        raise EntityValidationError("spec", "is required")
+    doc = _defaulted(doc, kind)
+    spec = doc["spec"]
+    is_mcp_server = kind == "API" and isinstance(spec, dict) and spec.get("type") == "mcp-server"
+    shape = schema.MCP_SERVER_SPEC if is_mcp_server else schema.SPECS[kind]
+    schema.check(spec, shape, "spec", skip)
+    spec = spec if isinstance(spec, dict) else {}  # not a mapping: its placeholder failed
+    _stricter(doc["metadata"], spec, kind, is_mcp_server, skip)
 
-    name = _string(metadata, "name", "metadata.name", required=True) or ""
-    _check(check_name(name), "metadata.name")
-    namespace = _string(metadata, "namespace", "metadata.namespace") or DEFAULT_NAMESPACE
-    _check(check_name(namespace, "namespace"), "metadata.namespace")
-    title = _string(metadata, "title", "metadata.title")
-    description = _string(metadata, "description", "metadata.description")
-    tags = _tags(metadata)
-    labels = _string_map(metadata, "labels")
-    annotations = _string_map(metadata, "annotations")
-    links = _links(metadata)
-
-    for key in _REQUIRED_STRINGS.get(kind, ()):
-        _string(spec, key, f"spec.{key}", required=f"spec.{key}" not in unavailable)
-    if kind == "API":
-        _api_spec(spec, unavailable)
-    spec_type = _string(spec, "type", "spec.type")
-    lifecycle = _string(spec, "lifecycle", "spec.lifecycle")
-
+    metadata = doc["metadata"]
+    name = metadata["name"]
+    namespace = metadata.get("namespace") or DEFAULT_NAMESPACE
     ref = make_ref(kind, namespace, name)
     relations: list[Relation] = []
     single_targets: dict[str, str] = {}
     for key, rule in _SPEC_REFS[kind].items():
         value = spec.get(key)
-        if value is None:
-            if rule.required:
-                raise EntityValidationError(f"spec.{key}", "is required")
-            continue
-        values = value if rule.many else [value]
-        if rule.many and not isinstance(value, list):
-            raise EntityValidationError(f"spec.{key}", f"expected a list, got {_kind_of(value)}")
-        for index, item in enumerate(values):
-            where = f"spec.{key}[{index}]" if rule.many else f"spec.{key}"
-            if not isinstance(item, str):
-                raise EntityValidationError(where, f"expected a reference, got {_kind_of(item)}")
-            try:
-                target = make_ref(
-                    *parse_ref(item, default_kind=rule.default_kind, default_namespace=namespace)
-                )
-            except InvalidRef as exc:
-                raise EntityValidationError(where, str(exc)) from None
+        if value is None and rule.required:
+            raise EntityValidationError(f"spec.{key}", "is required")  # its placeholder failed
+        if not value:
+            continue  # as Backstage: an empty value declares nothing
+        many = isinstance(value, list)
+        for index, item in enumerate(value if many else [value]):
+            where = f"spec.{key}[{index}]" if many else f"spec.{key}"
+            target = _target(item, rule, namespace, where)
             relations.append(Relation(ref, rule.relation, target))
             relations.append(Relation(target, INVERSE[rule.relation], ref))
-            if not rule.many:
+            if not many:
                 single_targets[key] = target
 
     entity = Entity(
@@ -179,16 +175,16 @@ def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> E
         kind=kind,
         namespace=namespace.lower(),
         name=name,
-        title=title,
-        description=description,
-        spec_type=spec_type,
-        lifecycle=lifecycle,
+        title=_text(metadata.get("title")),
+        description=_text(metadata.get("description")),
+        spec_type=_text(spec.get("type")),
+        lifecycle=_text(spec.get("lifecycle")),
         owner_ref=single_targets.get("owner"),
         system_ref=single_targets.get("system") or single_targets.get("domain"),
-        tags=tags,
-        labels=labels,
-        annotations=annotations,
-        links=links,
+        tags=list(dict.fromkeys(metadata.get("tags") or [])),
+        labels=metadata.get("labels") or {},
+        annotations=metadata.get("annotations") or {},
+        links=[_link(link) for link in metadata.get("links") or [] if isinstance(link, dict)],
         spec=spec,
         document=doc,
         relations=list(dict.fromkeys(relations)),
@@ -197,124 +193,123 @@ def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> E
     # What was substituted is part of the document: a changed definition file updates the
     # entity. So is what could not be: a placeholder read at last updates it too.
     hashed = [doc, unavailable] if unavailable else doc
-    canonical = orjson.dumps(hashed, option=orjson.OPT_SORT_KEYS)
+    try:
+        canonical = orjson.dumps(hashed, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        raise EntityValidationError(
+            "(document)", "contains a lone surrogate (not a Unicode character)", UNSTORABLE_TEXT.key
+        ) from None
     if b"\\u0000" in canonical:
         # PostgreSQL stores no NUL character in text or jsonb.
-        raise EntityValidationError("(document)", "contains a NUL character")
+        raise EntityValidationError("(document)", "contains a NUL character", UNSTORABLE_TEXT.key)
     entity.hash = hashlib.sha256(canonical).hexdigest()
     return entity
 
 
-# API types described by where they are reached instead of by a definition document, as
-# Backstage's model layers for them have it (API.v1alpha1.mcp-server.schema.json and
-# API.v1alpha1.ai-model-server.schema.json): spec.remotes is required, the definition is not.
-# Every other type needs its definition (API.v1alpha1.schema.json).
-REMOTE_TYPES: Final = frozenset({"mcp-server", "ai-model-server"})
-
-
-def _api_spec(spec: dict[str, Any], unavailable: dict[str, str]) -> None:
-    if spec.get("type") not in REMOTE_TYPES:
-        _string(
-            spec, "definition", "spec.definition", required="spec.definition" not in unavailable
-        )
-        return
-    _string(spec, "definition", "spec.definition")
-    if "spec.remotes" in unavailable:
-        return
-    remotes = spec.get("remotes")
-    if remotes is None:
-        raise EntityValidationError("spec.remotes", "is required for an API of this type")
-    if not isinstance(remotes, list):
-        raise EntityValidationError("spec.remotes", f"expected a list, got {_kind_of(remotes)}")
-    if not remotes:
-        raise EntityValidationError("spec.remotes", "must name at least one {type, url}")
-    for index, remote in enumerate(remotes):
-        where = f"spec.remotes[{index}]"
-        if not isinstance(remote, dict):
-            raise EntityValidationError(where, f"expected a mapping, got {_kind_of(remote)}")
-        _string(remote, "type", f"{where}.type", required=True)
-        _string(remote, "url", f"{where}.url", required=True)
-
-
-def _check(problem: str | None, where: str) -> None:
-    if problem:
-        raise EntityValidationError(where, problem)
-
-
-def _kind_of(value: object) -> str:
-    return {dict: "a mapping", list: "a list", str: "a string", type(None): "nothing"}.get(
-        type(value), type(value).__name__
+def _skipper(unavailable: dict[str, str]) -> Callable[[str], bool]:
+    """Whether a path lies in a field whose placeholder could not be read."""
+    if not unavailable:
+        return lambda path: False
+    if "(document)" in unavailable:
+        return lambda path: True
+    return lambda path: any(
+        path == gone or path.startswith((f"{gone}.", f"{gone}[")) for gone in unavailable
     )
 
 
-def _short(value: object) -> str:
-    text = repr(value)
-    return text if len(text) <= 80 else text[:77] + "..."
+def _kind(doc: dict[str, Any]) -> str:
+    """The kind, when Backstage's catalog has a processor for the apiVersion and kind."""
+    api_version, kind = doc["apiVersion"], str(doc["kind"])
+    if api_version not in API_VERSIONS:
+        raise EntityValidationError(
+            "apiVersion",
+            f"{api_version!r} is not one of {', '.join(API_VERSIONS)}: no processor "
+            "recognizes the entity",
+        )
+    if kind not in KINDS:
+        cased = [k for k in KINDS if k.lower() == kind.lower()]
+        hint = f" (kinds are case-sensitive: {cased[0]})" if cased else ""
+        raise EntityValidationError(
+            "kind",
+            f"{kind!r} is not one of {', '.join(sorted(KINDS))}{hint}: no processor "
+            "recognizes the entity",
+        )
+    return kind
 
 
-def _string(
-    container: dict[str, Any], key: str, where: str, *, required: bool = False
-) -> str | None:
-    value = container.get(key)
-    if value is None or value == "":
-        if required:
-            raise EntityValidationError(where, "is required")
-        return None
-    if not isinstance(value, str):
-        raise EntityValidationError(where, f"expected a string, got {_kind_of(value)}")
-    return value
+# Lists Backstage requires (though they may be empty) and Atrium defaults to empty, as
+# Backstage defaults a namespace: a membership is declared on either side, so the list on
+# the other side adds nothing, and catalogs written without it keep importing.
+_DEFAULTED: Final = {"Group": "children", "User": "memberOf"}
 
 
-def _mapping(
-    container: dict[str, Any], key: str, where: str, *, required: bool = False
-) -> dict[str, Any]:
-    value = container.get(key)
-    if value is None:
-        if required:
-            raise EntityValidationError(where, "is required")
-        return {}
-    if not isinstance(value, dict):
-        raise EntityValidationError(where, f"expected a mapping, got {_kind_of(value)}")
-    return value
+def _defaulted(doc: dict[str, Any], kind: str) -> dict[str, Any]:
+    """``doc`` with the lists of ``_DEFAULTED`` filled in (a copy, only when one is missing),
+    so that the entity served has every field Backstage's clients count on."""
+    key, spec = _DEFAULTED.get(kind), doc.get("spec")
+    if key is None or not isinstance(spec, dict) or key in spec:
+        return doc
+    return {**doc, "spec": {**spec, key: []}}
 
 
-def _tags(metadata: dict[str, Any]) -> list[str]:
-    value = metadata.get("tags") or []
-    if not isinstance(value, list):
-        raise EntityValidationError("metadata.tags", f"expected a list, got {_kind_of(value)}")
-    for index, tag in enumerate(value):
-        if not isinstance(tag, str) or len(tag) > 63 or not _TAG.match(tag):
+def _stricter(
+    metadata: dict[str, Any],
+    spec: dict[str, Any],
+    kind: str,
+    is_mcp_server: bool,
+    skip: Callable[[str], bool],
+) -> None:
+    """Atrium's own rules beyond Backstage's (see sources.catalog.differences)."""
+    for where, value in (
+        ("metadata.title", metadata.get("title")),
+        ("spec.type", spec.get("type")),
+        ("spec.lifecycle", spec.get("lifecycle")),
+    ):
+        if isinstance(value, str) and len(value) > INDEXED_TEXT_MAX:
             raise EntityValidationError(
-                f"metadata.tags[{index}]",
-                f"{_short(tag)} must be lowercase letters, digits, : + # joined by single dashes",
+                where, f"is longer than {INDEXED_TEXT_MAX} characters", INDEXED_TEXT.key
             )
-    return list(dict.fromkeys(value))
-
-
-def _string_map(metadata: dict[str, Any], key: str) -> dict[str, str]:
-    value = _mapping(metadata, key, f"metadata.{key}")
-    for k, v in value.items():
-        if not isinstance(k, str) or not isinstance(v, str):
+    definition = spec.get("definition")
+    if is_mcp_server and not isinstance(definition, str | None) and not skip("spec.definition"):
+        raise EntityValidationError(
+            "spec.definition",
+            f"expected a string, got {schema.kind_of(definition)}",
+            MCP_DEFINITION_TEXT.key,
+        )
+    if "dependencyOf" in _SPEC_REFS[kind] and not skip("spec.dependencyOf"):
+        value = spec.get("dependencyOf")
+        if value is not None and not isinstance(value, list):
             raise EntityValidationError(
-                f"metadata.{key}.{k}", f"keys and values must be strings, got {_kind_of(v)}"
+                "spec.dependencyOf",
+                f"expected a list of refs, got {schema.kind_of(value)}",
+                DEPENDENCY_OF_LIST.key,
             )
-    return value
+        for index, item in enumerate(value or []):
+            if item is not None and not isinstance(item, str):
+                raise EntityValidationError(
+                    f"spec.dependencyOf[{index}]",
+                    f"expected a ref, got {schema.kind_of(item)}",
+                    DEPENDENCY_OF_LIST.key,
+                )
 
 
-def _links(metadata: dict[str, Any]) -> list[dict[str, str]]:
-    value = metadata.get("links") or []
-    if not isinstance(value, list):
-        raise EntityValidationError("metadata.links", f"expected a list, got {_kind_of(value)}")
-    links = []
-    for index, link in enumerate(value):
-        where = f"metadata.links[{index}]"
-        if not isinstance(link, dict):
-            raise EntityValidationError(where, f"expected a mapping, got {_kind_of(link)}")
-        url = _string(link, "url", f"{where}.url", required=True)
-        entry = {"url": url}
-        for key in ("title", "icon", "type"):
-            text = _string(link, key, f"{where}.{key}")
-            if text is not None:
-                entry[key] = text
-        links.append(entry)
-    return links  # type: ignore[return-value]
+def _target(item: Any, rule: _RefField, namespace: str, where: str) -> str:
+    try:
+        target = make_ref(
+            *split_ref(item or "", default_kind=rule.default_kind, default_namespace=namespace)
+        )
+    except InvalidRef as exc:
+        raise EntityValidationError(where, str(exc)) from None
+    if len(target) > INDEXED_TEXT_MAX:
+        raise EntityValidationError(
+            where, f"is longer than {INDEXED_TEXT_MAX} characters", INDEXED_TEXT.key
+        )
+    return target
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value else None
+
+
+def _link(link: dict[str, Any]) -> dict[str, str]:
+    return {k: v for k in ("url", "title", "icon", "type") if isinstance(v := link.get(k), str)}

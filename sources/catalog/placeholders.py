@@ -28,7 +28,7 @@ from urllib.parse import urlsplit
 import orjson
 
 from sources.catalog.fetch import Fetcher, FetchPolicy, Unreadable, decode
-from sources.yaml_json import InvalidYaml, load_yaml
+from sources.yaml_json import InvalidYaml, Yaml12Loader, load_yaml
 
 # FetchPolicy is part of this module's interface (Placeholders takes one).
 __all__ = ["FetchPolicy", "Placeholders", "Substituted"]
@@ -205,7 +205,7 @@ def _parse(kind: str, text: str) -> Any:
             raise Unreadable("holds a NUL character (U+0000), which cannot be stored")
         return value
     try:
-        documents = [d for d in load_yaml(text) if d is not None]
+        documents = [d for d in load_yaml(text, Yaml12Loader) if d is not None]
     except InvalidYaml as exc:
         raise Unreadable(f"is not valid YAML: {exc.problem}" + _at(exc)) from None
     if len(documents) != 1:

@@ -1,4 +1,12 @@
-"""Entity references: ``kind:namespace/name``, case-insensitive, stored lowercase."""
+"""Entity references: ``[kind:][namespace/]name``, case-insensitive, stored lowercase.
+
+A ref is read as Backstage's ``parseEntityRef`` reads it: split into kind, namespace and name,
+defaults filled in, and every part must be non-empty; nothing more is asked of the parts. So a
+ref is not held to the rules of an entity's own name: ``owner: artists@example.com`` is the
+group ``group:default/artists@example.com``, which no entity can be, and Backstage keeps the
+component with a relation to it. Atrium keeps it too: such a ref is stored, a lookup by it
+finds nothing, and a filter on it finds what points at it.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +14,7 @@ import re
 from typing import Final
 
 from sources.errors import InvalidRef
+from sources.text import unstorable
 
 __all__ = [
     "DEFAULT_NAMESPACE",
@@ -13,7 +22,9 @@ __all__ = [
     "canonical_kind",
     "check_name",
     "make_ref",
+    "normalize_ref",
     "parse_ref",
+    "split_ref",
 ]
 
 DEFAULT_NAMESPACE: Final = "default"
@@ -32,7 +43,7 @@ def canonical_kind(kind: str) -> str:
 
 
 def check_name(value: str, what: str = "name") -> str | None:
-    """Why ``value`` is not a valid name or namespace, or None when it is."""
+    """Why ``value`` is not a valid entity name, or None when it is."""
     if not value:
         return f"{what} must not be empty"
     if len(value) > NAME_MAX:
@@ -49,33 +60,47 @@ def make_ref(kind: str, namespace: str, name: str) -> str:
     return f"{kind}:{namespace}/{name}".lower()
 
 
+def split_ref(
+    text: str, *, default_kind: str | None = None, default_namespace: str = DEFAULT_NAMESPACE
+) -> tuple[str, str, str]:
+    """(kind, namespace, name) of ``text`` as written, defaults filled in; raises InvalidRef
+    in Backstage's words when a part is empty or there is no kind and no default."""
+    if not text:
+        raise InvalidRef("Entity reference must not be empty")
+    colon, slash = text.find(":"), text.find("/")
+    if slash != -1 and slash < colon:
+        colon = -1  # a colon after the namespace belongs to the name
+    kind = text[:colon] if colon != -1 else None
+    namespace = text[colon + 1 : slash] if slash != -1 else None
+    name = text[max(colon + 1, slash + 1) :]
+    if kind == "" or namespace == "" or name == "":
+        raise InvalidRef(
+            f'Entity reference "{text}" was not on the form [<kind>:][<namespace>/]<name>'
+        )
+    kind = kind or default_kind
+    if not kind:
+        raise InvalidRef(
+            f'Entity reference "{text}" had missing or empty kind (it needs a kind, as in '
+            f"component:{namespace or default_namespace}/{name})"
+        )
+    return kind, namespace or default_namespace, name
+
+
 def parse_ref(
     text: str, *, default_kind: str | None = None, default_namespace: str = DEFAULT_NAMESPACE
 ) -> tuple[str, str, str]:
-    """Split a ref into (canonical kind, namespace, name), all validated.
-
-    ``kind`` may be left out where a default applies (an owner is a Group unless it says
-    otherwise); ``namespace`` defaults to ``default``.
-    """
+    """A ref that names an entity to look up: (canonical kind, namespace, name), the last two
+    lowercase. ``kind`` may be left out where a default applies (an owner is a Group unless
+    it says otherwise); it must be a kind the catalog holds."""
     if not isinstance(text, str):
         raise InvalidRef(f"a reference must be a string, not {type(text).__name__}")
-    raw = text.strip()
-    kind_part, sep, rest = raw.partition(":")
-    if not sep:
-        kind_part, rest = "", raw
-    namespace, sep, name = rest.partition("/")
-    if not sep:
-        namespace, name = default_namespace, rest
-    if not kind_part:
-        if default_kind is None:
-            raise InvalidRef(f"reference {text!r} needs a kind, as in component:default/{name}")
-        kind_part = default_kind
-    kind = canonical_kind(kind_part)
-    for value, what in ((namespace, "namespace"), (name, "name")):
-        problem = check_name(value, what)
-        if problem:
-            raise InvalidRef(f"reference {text[:100]!r}: {problem}")
-    return kind, namespace.lower(), name.lower()
+    why = unstorable(text)
+    if why is not None:
+        raise InvalidRef(f"a reference that {why} names nothing")
+    kind, namespace, name = split_ref(
+        text.strip(), default_kind=default_kind, default_namespace=default_namespace
+    )
+    return canonical_kind(kind), namespace.lower(), name.lower()
 
 
 def normalize_ref(

@@ -208,15 +208,19 @@ def _entities(
     above = _ancestors({dn: listed[dn] | claimed[dn] for dn in group_by_dn})
     members: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → user names
     children: dict[str, set[str]] = {g.dn: set() for g in groups}  # group dn → group names
+    groups_of: dict[str, set[str]] = {u.dn: set() for u in users}  # user dn → group names
     for dn, direct in listed.items():
         for parent in _not_implied(direct | claimed[dn], above, dn):
             if dn in user_by_dn:
                 members[parent].add(user_by_dn[dn].name)
+                groups_of[dn].add(group_by_dn[parent].name)
             elif parent != dn:
                 children[parent].add(group_by_dn[dn].name)
 
     report.warnings += group_cycles({g.name: children[g.dn] for g in groups})
-    documents: list[tuple[str, dict[str, Any]]] = [(u.dn, _user_document(u)) for u in users]
+    documents: list[tuple[str, dict[str, Any]]] = [
+        (u.dn, _user_document(u, groups_of[u.dn])) for u in users
+    ]
     documents += [
         (g.dn, _group_document(g, config.group_type, members[g.dn], children[g.dn])) for g in groups
     ]
@@ -268,15 +272,21 @@ def _annotations(dn: str, uid: str | None) -> dict[str, str]:
 
 
 def _profile(display_name: str | None, email: str | None) -> dict[str, str]:
-    return {k: v for k, v in (("displayName", display_name), ("email", email)) if v is not None}
+    # Backstage's schema has no empty profile fields: an empty attribute is left out.
+    return {k: v for k, v in (("displayName", display_name), ("email", email)) if v}
 
 
-def _user_document(user: DirectoryUser) -> dict[str, Any]:
+def _user_document(user: DirectoryUser, groups: set[str]) -> dict[str, Any]:
+    # Both sides of a membership, as Backstage's own directory readers write them: tools
+    # reading a user's spec.memberOf find its groups there.
     return {
         "apiVersion": "backstage.io/v1alpha1",
         "kind": "User",
         "metadata": {"name": user.name, "annotations": _annotations(user.dn, user.uid)},
-        "spec": {"profile": _profile(user.display_name, user.email)},
+        "spec": {
+            "profile": _profile(user.display_name, user.email),
+            "memberOf": sorted(groups),
+        },
     }
 
 

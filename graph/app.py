@@ -13,6 +13,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.catalog_api import catalog_api
 from graph.http_output import vary_header
 from graph.logs import flush_logs
 from graph.metrics import Metrics
@@ -122,6 +123,7 @@ def create_app(
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
+            catalog_api(),
             *(
                 Route(path, endpoint, methods=list(methods))
                 for path, methods, endpoint in assembly.routes

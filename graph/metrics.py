@@ -28,9 +28,15 @@ LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.
 
 
 class _Requests(Collector):
-    """Requests by (operation, status) and their latency by operation."""
+    """Requests by (operation, status) and their latency by operation; or by route, for the
+    REST API (``prefix`` names the families, ``label`` what requests are told apart by)."""
 
-    def __init__(self) -> None:
+    def __init__(
+        self, prefix: str = "atrium_graphql", label: str = "operation", what: str = "GraphQL"
+    ) -> None:
+        self.prefix = prefix
+        self.label = label
+        self.what = what
         self.counts: dict[tuple[str, int], int] = {}
         # operation → [count per bucket (the last one +Inf)..., sum of seconds]
         self.latency: dict[str, list[float]] = {}
@@ -47,17 +53,17 @@ class _Requests(Collector):
 
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
-            "atrium_graphql_requests",
-            "GraphQL requests by operation and HTTP status",
-            labels=["operation", "status"],
+            f"{self.prefix}_requests",
+            f"{self.what} requests by {self.label} and HTTP status",
+            labels=[self.label, "status"],
         )
         for (operation, status), n in sorted(self.counts.items()):
             requests.add_metric([operation, str(status)], n)
         yield requests
         latency = HistogramMetricFamily(
-            "atrium_graphql_request_duration_seconds",
-            "GraphQL request latency by operation",
-            labels=["operation"],
+            f"{self.prefix}_request_duration_seconds",
+            f"{self.what} request latency by {self.label}",
+            labels=[self.label],
         )
         for operation, row in sorted(self.latency.items()):
             cumulative = 0.0
@@ -78,6 +84,10 @@ class Metrics:
         self.registry = CollectorRegistry(auto_describe=True)
         self._requests = _Requests()
         self.registry.register(self._requests)
+        # Backstage's catalog API (graph.catalog_api), by route template: the routes are a
+        # fixed set, so the labels are too.
+        self._routes = _Requests("atrium_catalog_api", "route", "Catalog REST API")
+        self.registry.register(self._routes)
         self.errors = Counter(
             "atrium_graphql_errors",
             "GraphQL errors by operation and code",
@@ -100,6 +110,9 @@ class Metrics:
     def observe_request(self, name: str | None, status: int, seconds: float) -> None:
         operation = name if name in self._operations else self.operation_label(name)
         self._requests.observe(operation, status, seconds)
+
+    def observe_route(self, route: str, status: int, seconds: float) -> None:
+        self._routes.observe(route, status, seconds)
 
     def count_errors(self, name: str | None, errors: Sequence[GraphQLError] | None) -> None:
         if errors:

@@ -15,7 +15,7 @@ from sources.catalog import queries
 from sources.catalog.documents import parse_documents
 from sources.catalog.listing import Order, list_entities
 from sources.catalog.placeholders import FetchPolicy
-from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, SearchQuery
+from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Where
 from sources.catalog.refs import canonical_kind, normalize_ref
 from sources.catalog.store import ApplyResult, apply_batch
 from sources.catalog.store import delete_entity as delete_stored
@@ -58,14 +58,16 @@ class FilterArgs:
     system: list[str] | None = None
     namespace: list[str] | None = None
     labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
     refs: list[str] | None = None
 
     def normalise(self) -> EntityFilter:
         for values in (self.type, self.lifecycle, self.tag, self.namespace):
             if values and any("\x00" in v for v in values):
                 raise CatalogError("filter values must not contain NUL characters")
-        if self.labels and any("\x00" in k + v for k, v in self.labels.items()):
-            raise CatalogError("filter values must not contain NUL characters")
+        for mapping in (self.labels, self.annotations):
+            if mapping and any("\x00" in k + v for k, v in mapping.items()):
+                raise CatalogError("filter values must not contain NUL characters")
         return EntityFilter(
             kinds=_each(self.kind, canonical_kind),
             types=self.type or None,
@@ -75,6 +77,7 @@ class FilterArgs:
             systems=_each(self.system, lambda r: normalize_ref(r, default_kind="System")),
             namespaces=[n.lower() for n in self.namespace] if self.namespace else None,
             labels=self.labels or None,
+            annotations=self.annotations or None,
             # Whole refs only: a ref filter names entities, so no kind is taken for granted.
             # An empty list is kept, and matches nothing.
             refs=None if self.refs is None else list(dict.fromkeys(map(normalize_ref, self.refs))),
@@ -93,8 +96,7 @@ class EntitiesPage:
     cursors: list[str]
     has_next: bool
     has_previous: bool
-    where: EntityFilter
-    search: SearchQuery | None
+    where: Where
 
 
 async def entity(loaders: RequestLoaders, ref: str) -> EntityRecord | None:
@@ -141,7 +143,10 @@ async def entities_page(
     elif order is Order.RELEVANCE and prepared is None:
         raise CatalogError("ordering by relevance needs a search")
     position = _decode_cursor(after, order) if after else None
-    rows = await list_entities(db, where, prepared, order=order, after=position, limit=first + 1)
+    condition = where.where(prepared)
+    rows = await list_entities(
+        db, condition, order=order, after=position, limit=first + 1, search=prepared
+    )
     has_next = len(rows) > first
     rows = rows[:first]
     by_ref = loaders[ENTITY_BY_REF]
@@ -153,11 +158,11 @@ async def entities_page(
     else:
         cursors = [_encode_cursor([order.value, key, record.ref]) for record, key in rows]
     records = [record for record, _ in rows]
-    return EntitiesPage(records, cursors, has_next, after is not None, where, prepared)
+    return EntitiesPage(records, cursors, has_next, after is not None, condition)
 
 
 async def count(db: Database, page: EntitiesPage) -> int:
-    return await queries.count_entities(db, page.where, page.search)
+    return await queries.count_entities(db, page.where)
 
 
 async def facets(
@@ -165,7 +170,7 @@ async def facets(
 ) -> list[tuple[str, int]]:
     where = (filter_args or FilterArgs()).normalise()
     prepared = await queries.prepare_search(db, search) if search and search.strip() else None
-    return await queries.facet_counts(db, field, where, prepared, limit)
+    return await queries.facet_counts(db, field, where.where(prepared), limit)
 
 
 async def apply_entities(

@@ -36,6 +36,12 @@ class EntityFilter:
     labels: JSON | None = strawberry.field(
         default=None, description='Labels that must all match, as {"key": "value"}.'
     )
+    annotations: JSON | None = strawberry.field(
+        default=None,
+        description="Annotations that must all match, key and value exactly, as "
+        '{"github.com/project-slug": "juniper/checkout"}: who owns a repository, a '
+        "Kubernetes id or a PagerDuty service.",
+    )
     refs: list[str] | None = strawberry.field(
         default=None,
         description="Only these entities: whole refs (kind:namespace/name, the namespace "
@@ -43,12 +49,12 @@ class EntityFilter:
     )
 
     def args(self, max_refs: int) -> FilterArgs:
-        labels = self.labels
-        if labels is not None and (
-            not isinstance(labels, dict)
-            or not all(isinstance(k, str) and isinstance(v, str) for k, v in labels.items())
-        ):
-            raise CatalogError('filter.labels must be an object of strings, as {"a": "b"}')
+        for name, value in (("labels", self.labels), ("annotations", self.annotations)):
+            if value is not None and (
+                not isinstance(value, dict)
+                or not all(isinstance(k, str) and isinstance(v, str) for k, v in value.items())
+            ):
+                raise CatalogError(f'filter.{name} must be an object of strings, as {{"a": "b"}}')
         if self.refs is not None and len(self.refs) > max_refs:
             raise CatalogError(f"filter.refs may name at most {max_refs} entities")
         return FilterArgs(
@@ -59,7 +65,8 @@ class EntityFilter:
             tag=self.tag,
             system=self.system,
             namespace=self.namespace,
-            labels=labels,
+            labels=self.labels,  # type: ignore[arg-type]  # checked above: strings by strings
+            annotations=self.annotations,  # type: ignore[arg-type]  # likewise
             refs=self.refs,
         )
 

@@ -6,7 +6,7 @@ from graph.catalog.fields import CatalogMutation, catalog_query
 from graph.catalog.stars import StarMutation
 from graph.catalog.types import ENTITY_TYPES
 from graph.plugin import PluginBuilder
-from loaders.catalog import entity_by_ref_loader, related_refs_loader
+from loaders.catalog import entity_by_ref_loader, related_refs_loader, relations_by_ref_loader
 from loaders.stars import starred_loader
 
 __all__ = ["CatalogPlugin"]
@@ -22,4 +22,5 @@ class CatalogPlugin:
         builder.types(*ENTITY_TYPES)
         builder.loader("entityByRef", entity_by_ref_loader)
         builder.loader("relatedRefs", related_refs_loader)
+        builder.loader("relationsByRef", relations_by_ref_loader)
         builder.loader("starred", starred_loader)

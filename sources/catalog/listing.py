@@ -11,15 +11,16 @@ not a stable key.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from enum import Enum
 from typing import Final
 
-from sources.catalog.queries import COLUMNS, WHERE, EntityFilter, EntityRecord, SearchQuery
+from sources.catalog.queries import COLUMNS, NOTHING, EntityRecord, SearchQuery, Where
 from sources.catalog.refs import KINDS
 from sources.db import Executor
 
-__all__ = ["LISTS", "LIST_BY_RELEVANCE", "Order", "SortKey", "list_entities"]
+__all__ = ["Order", "SortKey", "keyset_sql", "list_entities", "relevance_sql"]
 
 
 class Order(Enum):
@@ -68,105 +69,117 @@ _KEYS: Final = {
 }
 
 
-# $1..$10 are the filter and search (queries.WHERE); $11, $12 the key and ref of the last row
-# seen (both null on a first page; the key alone null once past every row that has one); $13
-# the page size. Each page also returns its rows' keys as PostgreSQL computed them, for cursors.
-def _keyset(key: SortKey, descending: bool) -> str:
-    op, direction = ("<", "desc") if descending else (">", "asc")
+@functools.lru_cache(maxsize=256)
+def keyset_sql(order: Order, where: str, n: int) -> str:
+    """A page in ``order`` of the entities ``where`` (with parameters $1..$n) matches. Then
+    $n+1, $n+2 the key and ref of the last row seen (both null on a first page; the key alone
+    null once past every row that has one); $n+3 the page size, $n+4 how many rows to skip
+    first (an offset, for clients that page so); for a key some kinds lack, $n+5 the kinds
+    ``where`` may match. Each page
+    also returns its rows' keys as PostgreSQL computed them, for cursors."""
+    key = order.key
+    if key is None:
+        raise ValueError(f"{order} has no sort key")
+    last_key, last_ref, size, skip, kinds_param = (f"${n + i}" for i in range(1, 6))
+    op, direction = ("<", "desc") if order.descending else (">", "asc")
     expression = key.expression
     select = f"select {COLUMNS}, {expression} as sort_key from entities e"
-    order = f"order by {expression} {direction}, e.ref {direction}"
+    sort = f"order by {expression} {direction}, e.ref {direction}"
     if not key.nullable:
         return f"""
 {select}
-where {WHERE}
-  and ($12::text is null or ({expression}, e.ref) {op} ($11, $12))
-{order}
-limit $13
+where {where}
+  and ({last_ref}::text is null or ({expression}, e.ref) {op} ({last_key}, {last_ref}))
+{sort}
+limit {size} offset {skip}
 """
     # A key that some kinds never have (a user has no owner, a system no lifecycle) would make
     # an index on the key alone read past every entity without one that the filter leaves
-    # out, and the planner cannot tell how many that is. So each kind asked for ($14: every
-    # kind when the filter names none) is read from an index on (kind, key, ref), where those
-    # with the key and those without are each a range: at most a page of each kind with the
-    # key, merged; then, only for what that left of the page (a limit of 0 reads nothing),
-    # those without, by ref.
-    kinds = "(select distinct unnest(coalesce($1::text[], $14::text[])) as kind) as k"
+    # out, and the planner cannot tell how many that is. So each kind asked for (every kind
+    # when the filter names none) is read from an index on (kind, key, ref), where those with
+    # the key and those without are each a range: at most a page of each kind with the key,
+    # merged; then, only for what that left of the page (a limit of 0 reads nothing), those
+    # without, by ref.
+    wanted = f"({size}::bigint + {skip}::bigint)"
+    kinds = f"(select distinct unnest({kinds_param}::text[]) as kind) as k"
     return f"""
 with keyed as (
     select page.* from {kinds}
     cross join lateral (
         {select}
-        where e.kind = k.kind and {WHERE}
+        where e.kind = k.kind and {where}
           and {expression} is not null
-          and ($11::text is not null or $12::text is null)
-          and ($12::text is null or ({expression}, e.ref) {op} ($11, $12))
-        {order}
-        limit $13
+          and ({last_key}::text is not null or {last_ref}::text is null)
+          and ({last_ref}::text is null or ({expression}, e.ref) {op} ({last_key}, {last_ref}))
+        {sort}
+        limit {wanted}
     ) page
     order by page.sort_key {direction}, page.ref {direction}
-    limit $13
+    limit {wanted}
 )
-select * from keyed
-union all
-(select page.* from {kinds}
- cross join lateral (
-     {select}
-     where e.kind = k.kind and {WHERE}
-       and {expression} is null
-       and ($11::text is not null or $12::text is null or e.ref {op} $12)
-     {order}
-     limit $13
- ) page
- order by page.ref {direction}
- limit $13 - (select count(*) from keyed))
+select * from (
+    select * from keyed
+    union all
+    (select page.* from {kinds}
+     cross join lateral (
+         {select}
+         where e.kind = k.kind and {where}
+           and {expression} is null
+           and ({last_key}::text is not null or {last_ref}::text is null or e.ref {op} {last_ref})
+         {sort}
+         limit {wanted}
+     ) page
+     order by page.ref {direction}
+     limit {wanted} - (select count(*) from keyed))
+) as found
 order by sort_key {direction} nulls last, ref {direction}
+limit {size} offset {skip}
 """
 
 
-LISTS: Final = {
-    order: _keyset(key, order.descending) for order in Order if (key := order.key) is not None
-}
-
-# Relevance: title and name matches weigh most; an exact name beats everything. $11 the search
-# text, $12 the offset, $13 the page size.
-LIST_BY_RELEVANCE: Final = f"""
+def relevance_sql(where: str, n: int, rank: str) -> str:
+    """Title and name matches weigh most; an exact name beats everything. $n+1 the search
+    text, $n+2 the offset, $n+3 the page size; ``rank`` the parameter of the tsquery."""
+    return f"""
 select {COLUMNS} from entities e
-where {WHERE}
-order by (lower(e.name) = $11) desc,
-         ts_rank(e.search, to_tsquery('english', $10)) desc,
+where {where}
+order by (lower(e.name) = ${n + 1}) desc,
+         ts_rank(e.search, to_tsquery('english', {rank})) desc,
          e.ref
-offset $12 limit $13
+offset ${n + 2} limit ${n + 3}
 """
 
 
 async def list_entities(
     db: Executor,
-    where: EntityFilter,
-    search: SearchQuery | None,
+    where: Where,
     *,
     order: Order,
     after: tuple[str | None, str] | int | None,
     limit: int,
+    offset: int = 0,
+    search: SearchQuery | None = None,
 ) -> list[tuple[EntityRecord, str | None]]:
     """One page, each entity with its sort key (None for relevance, and for an entity without
-    the key). ``after`` is the (key, ref) of the last entity seen, or an offset for
-    relevance."""
-    tsquery = search.tsquery if search else None
-    if search is not None and tsquery is None:
+    the key). ``after`` is the (key, ref) of the last entity seen, or an offset for relevance
+    (``search`` then says what was searched); ``offset`` skips that many more."""
+    if where.sql == NOTHING.sql:
         return []
+    n = len(where.params)
     if order is Order.RELEVANCE:
-        if search is None:
+        if search is None or where.rank is None:
             raise ValueError("relevance order needs a search")
-        offset = after if isinstance(after, int) else 0
-        rows = await db.fetch(
-            LIST_BY_RELEVANCE, *where.params(), tsquery, search.text.strip().lower(), offset, limit
-        )
+        start = (after if isinstance(after, int) else 0) + offset
+        sql = relevance_sql(where.sql, n, where.rank)
+        rows = await db.fetch(sql, *where.params, search.text.strip().lower(), start, limit)
         return [(EntityRecord.from_row(r), None) for r in rows]
     key, ref = after if isinstance(after, tuple) else (None, None)
     sort = order.key
     if sort is None:
         raise ValueError(f"{order} has no sort key")
-    extra = (list(KINDS),) if sort.nullable else ()
-    rows = await db.fetch(LISTS[order], *where.params(), tsquery, key, ref, limit, *extra)
+    # Only a key some kinds lack reads kind by kind.
+    kinds = [where.kinds if where.kinds is not None else list(KINDS)] if sort.nullable else []
+    rows = await db.fetch(
+        keyset_sql(order, where.sql, n), *where.params, key, ref, limit, offset, *kinds
+    )
     return [(EntityRecord.from_row(r), r["sort_key"]) for r in rows]

@@ -15,16 +15,22 @@ from sources.db import Executor
 
 __all__ = [
     "COLUMNS",
+    "NOTHING",
     "WHERE",
     "EntityFilter",
     "EntityRecord",
     "FacetField",
     "SearchQuery",
+    "Where",
     "count_entities",
+    "count_sql",
     "entities_by_refs",
     "facet_counts",
+    "facet_sql",
     "first_refs_owned_by",
     "prepare_search",
+    "ref_of_id",
+    "refs_matching",
     "refs_owned_by",
     "relations_of",
 ]
@@ -64,6 +70,24 @@ class EntityRecord:
 
 
 @dataclass(frozen=True, slots=True)
+class Where:
+    """A condition on the entity ``e`` with its parameters ($1..$n, in order): what lists,
+    counts and facets read. ``kinds`` are the only kinds it can match (None: any);
+    ``kinds_only`` says nothing but those kinds is asked, so the counts table can answer;
+    ``rank`` is the parameter holding the search's tsquery, for ordering by relevance."""
+
+    sql: str
+    params: tuple[Any, ...]
+    kinds: list[str] | None = None
+    kinds_only: bool = False
+    rank: str | None = None
+
+
+# What a search with nothing searchable in it matches: asked of no database.
+NOTHING: Final = Where("false", ())
+
+
+@dataclass(frozen=True, slots=True)
 class EntityFilter:
     """Each field is any-of; fields combine with and. Refs and kinds are already normalised."""
 
@@ -75,12 +99,13 @@ class EntityFilter:
     systems: list[str] | None = None
     namespaces: list[str] | None = None
     labels: dict[str, str] | None = None
+    annotations: dict[str, str] | None = None
     refs: list[str] | None = None  # an empty list matches nothing
 
     @property
     def kinds_only(self) -> bool:
         """True when nothing but kinds is filtered: the precomputed counts can answer."""
-        return self.params()[1:] == (None,) * 8
+        return self.params()[1:] == (None,) * 9
 
     def params(self) -> tuple[Any, ...]:
         return (
@@ -92,7 +117,21 @@ class EntityFilter:
             self.systems,
             self.namespaces,
             self.labels,
+            self.annotations,
             self.refs,
+        )
+
+    def where(self, search: SearchQuery | None) -> Where:
+        """The filter and search as a condition (WHERE); a search with nothing searchable in
+        it matches nothing."""
+        if search is not None and search.tsquery is None:
+            return NOTHING
+        return Where(
+            WHERE,
+            (*self.params(), search.tsquery if search else None),
+            kinds=self.kinds,
+            kinds_only=search is None and self.kinds_only,
+            rank="$11",
         )
 
 
@@ -116,20 +155,11 @@ class FacetField(Enum):
     TAG = "tag"
 
 
-_FACET_COLUMNS: Final = {
-    FacetField.KIND: "kind",
-    FacetField.TYPE: "spec_type",
-    FacetField.OWNER: "owner_ref",
-    FacetField.LIFECYCLE: "lifecycle",
-    FacetField.NAMESPACE: "namespace",
-    FacetField.SYSTEM: "system_ref",
-}
-
-
-# $1..$9 are EntityFilter.params(); $10 a tsquery text or null. A single value of a column
+# $1..$10 are EntityFilter.params(); $11 a tsquery text or null. A single value of a column
 # lists sort on is compared as an equality, not as a one-item array: the planner then takes
 # that column as fixed and reads a sorted page from a range of an index that starts with it
-# (it never matches "= any" to an index's order).
+# (it never matches "= any" to an index's order). Labels and annotations are containments the
+# GIN indexes on those columns answer (migrations 0001 and 0005).
 WHERE: Final = """
     ($1::text[] is null
      or case when cardinality($1) = 1 then e.kind = $1[1] else e.kind = any($1) end)
@@ -144,8 +174,9 @@ WHERE: Final = """
          or case when cardinality($6) = 1 then e.system_ref = $6[1] else e.system_ref = any($6) end)
     and ($7::text[] is null or e.namespace = any($7))
     and ($8::jsonb is null or e.labels @> $8)
-    and ($9::text[] is null or e.ref = any($9))
-    and ($10::text is null or e.search @@ to_tsquery('english', $10))
+    and ($9::jsonb is null or e.annotations @> $9)
+    and ($10::text[] is null or e.ref = any($10))
+    and ($11::text is null or e.search @@ to_tsquery('english', $11))
 """
 
 BY_REFS: Final = f"select {COLUMNS} from entities e where e.ref = any($1::text[])"
@@ -164,25 +195,19 @@ where source_ref = any($1::text[])
 order by source_ref, type, target_ref
 """
 
-COUNT: Final = f"select count(*) from entities e where {WHERE}"
 COUNT_BY_KINDS: Final = """
 select coalesce(sum(count), 0) from facet_counts
 where field = 'kind' and ($1::text[] is null or kind = any($1))
 """
 
-FACETS: Final = {
-    field: f"""
-    select e.{column} as value, count(*) as count from entities e
-    where {WHERE} and e.{column} is not null
-    group by 1 order by 2 desc, 1 limit $11
-    """
-    for field, column in _FACET_COLUMNS.items()
-} | {
-    FacetField.TAG: f"""
-    select t.value, count(*) as count from entities e cross join unnest(e.tags) as t(value)
-    where {WHERE}
-    group by 1 order by 2 desc, 1 limit $11
-    """
+_FACET_VALUES: Final = {
+    FacetField.KIND: "values (e.kind)",
+    FacetField.TYPE: "values (e.spec_type)",
+    FacetField.OWNER: "values (e.owner_ref)",
+    FacetField.LIFECYCLE: "values (e.lifecycle)",
+    FacetField.NAMESPACE: "values (e.namespace)",
+    FacetField.SYSTEM: "values (e.system_ref)",
+    FacetField.TAG: "unnest(e.tags)",
 }
 
 FACETS_BY_KINDS: Final = """
@@ -190,6 +215,21 @@ select value, sum(count)::bigint as count from facet_counts
 where field = $1 and ($2::text[] is null or kind = any($2))
 group by value order by 2 desc, 1 limit $3
 """
+
+
+def count_sql(where: str) -> str:
+    return f"select count(*) from entities e where {where}"
+
+
+def facet_sql(values: str, where: str, limit: str) -> str:
+    """Counts of the values ``values`` gives for each entity (a lateral row source over ``e``)
+    among the entities ``where`` matches, most frequent first."""
+    return f"""
+    select f.value, count(*) as count from entities e cross join lateral {values} as f(value)
+    where {where} and f.value is not null
+    group by 1 order by 2 desc, 1 limit {limit}
+    """
+
 
 _QUERY_WORD: Final = re.compile(r"[^\W_]+")
 MAX_QUERY_WORDS: Final = 8
@@ -233,23 +273,25 @@ async def prepare_search(db: Executor, text: str) -> SearchQuery:
     return SearchQuery(text, " & ".join(groups))
 
 
-async def count_entities(db: Executor, where: EntityFilter, search: SearchQuery | None) -> int:
-    if search is not None and search.tsquery is None:
+async def count_entities(db: Executor, where: Where) -> int:
+    if where.sql == NOTHING.sql:
         return 0
-    if search is None and where.kinds_only:
+    if where.kinds_only:
         return int(await db.fetchval(COUNT_BY_KINDS, where.kinds))
-    return int(await db.fetchval(COUNT, *where.params(), search.tsquery if search else None))
+    return int(await db.fetchval(count_sql(where.sql), *where.params))
 
 
 async def facet_counts(
-    db: Executor, field: FacetField, where: EntityFilter, search: SearchQuery | None, limit: int
+    db: Executor, field: FacetField, where: Where, limit: int
 ) -> list[tuple[str, int]]:
-    if search is not None and search.tsquery is None:
+    if where.sql == NOTHING.sql:
         return []
-    if search is None and where.kinds_only:
+    if where.kinds_only:
         rows = await db.fetch(FACETS_BY_KINDS, field.value, where.kinds, limit)
-        return [(r["value"], r["count"]) for r in rows]
-    rows = await db.fetch(FACETS[field], *where.params(), search.tsquery if search else None, limit)
+    else:
+        limit_param = f"${len(where.params) + 1}"
+        sql = facet_sql(_FACET_VALUES[field], where.sql, limit_param)
+        rows = await db.fetch(sql, *where.params, limit)
     return [(r["value"], r["count"]) for r in rows]
 
 
@@ -285,3 +327,17 @@ async def refs_with_annotation(
         kind,
     )
     return [row["ref"] for row in rows]
+
+
+async def ref_of_id(db: Executor, entity_id: int) -> str | None:
+    ref: str | None = await db.fetchval("select ref from entities where id = $1", entity_id)
+    return ref
+
+
+async def refs_matching(db: Executor, refs: list[str], where: Where) -> set[str]:
+    """Which of ``refs`` name entities that ``where`` matches."""
+    if where.sql == NOTHING.sql or not refs:
+        return set()
+    n = len(where.params)
+    sql = f"select e.ref from entities e where e.ref = any(${n + 1}::text[]) and {where.sql}"
+    return {row["ref"] for row in await db.fetch(sql, *where.params, refs)}

@@ -15,6 +15,7 @@ from typing import Any, Final
 
 import ada_url
 
+from sources.catalog.schema import js_keys
 from sources.errors import EntityValidationError
 
 __all__ = ["check_formats", "is_dns_label", "is_object_name"]
@@ -129,7 +130,9 @@ def check_formats(doc: dict[str, Any], skip: Callable[[str], bool]) -> None:
         ("labels", _label_value, _NAME_LIKE),
         ("annotations", lambda v: isinstance(v, str), "a string"),
     ):
-        for key, value in (metadata.get(field) or {}).items():
+        values = metadata.get(field) or {}
+        for key in js_keys(values):
+            value = values[key]
             where = f"metadata.{field}.{key}"
             require(where, key, _key, _PREFIXED)
             require(where, value, value_ok, expected)

@@ -131,6 +131,7 @@ def validate_entity(doc: object, unavailable: dict[str, str] | None = None) -> E
     if not isinstance(doc, dict):
         raise EntityValidationError("(document)", f"expected a mapping, got {schema.kind_of(doc)}")
     schema.check(doc, schema.ENVELOPE, "", skip)
+    doc = _annotated(doc)
     schema.check(doc, schema.ENTITY, "", skip)
     for key in schema.js_keys(doc):
         if key not in ROOT_FIELDS:
@@ -250,6 +251,23 @@ def _defaulted(doc: dict[str, Any], kind: str) -> dict[str, Any]:
     if key is None or not isinstance(spec, dict) or key in spec:
         return doc
     return {**doc, "spec": {**spec, key: []}}
+
+
+def _annotated(doc: dict[str, Any]) -> dict[str, Any]:
+    """``doc`` with annotations that JavaScript takes for false (null, "", 0, false) read as
+    none, as Backstage's catalog reads them: it adds its own annotations to a file's
+    entities, and starts from an empty mapping when the file's are false."""
+    metadata = doc["metadata"]
+    value = metadata.get("annotations", {})
+    falsy = (
+        value is None
+        or value is False
+        or value == ""
+        or (type(value) in (int, float) and value == 0)
+    )
+    if not falsy:
+        return doc
+    return {**doc, "metadata": {**metadata, "annotations": {}}}
 
 
 def _stricter(

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from graph.cli_db import prepare
+from graph.cli_lookup import add_lookup_commands
 from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
 from graph.settings import Settings
 
@@ -144,6 +145,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     load.add_argument("manifest", type=Path, metavar="MANIFEST")
     load.set_defaults(run=persisted_load)
+
+    add_lookup_commands(commands)
 
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)

@@ -210,30 +210,33 @@ def _relation(relation: str) -> Field:
 
 def _pairs(column: str, prefix: str, key: str) -> Field:
     """Keys under ``spec`` or ``metadata.links``: the pairs computed for each entity, after a
-    cheap test on the document's text that every match passes (its value, or its key's last
-    segment before a quote, appears in it), so most entities never have their pairs
-    computed."""
+    cheap test on the document's text that every match passes, so most entities never have
+    their pairs computed: the key's last segment appears before a closing quote (it ends a
+    key, or a string in a list whose path and string make the key), and a value appears (but
+    ``true``, the value of those list keys)."""
     pairs = f"catalog_search_pairs(e.{column}, '{prefix}')"
     text = f"lower(e.{column}::text)"
+    last = key.rsplit(".", 1)[-1]
+    before_quote = like_pattern(last).removesuffix("%") + '"%'
+
+    def passes(p: Params, values: Sequence[str]) -> str:
+        tests = []
+        if _plain(last):
+            tests.append(f"{text} like {p(before_quote)}")
+        if values and "true" not in values and all(_plain(v) for v in values):
+            patterns = [like_pattern(v) for v in values]
+            tests.append(f"{text} like any({p(patterns)}::text[])")
+        return "".join(f"{test} and " for test in tests)
 
     def match(values: Sequence[str], p: Params) -> str:
-        check = (
+        found = (
             f"exists (select 1 from {pairs} s where s.key = {p(key)} "
             f"and s.value = any({p(list(values))}::text[]))"
         )
-        if all(_plain(v) for v in values):
-            patterns = [like_pattern(v) for v in values]
-            check = f"{text} like any({p(patterns)}::text[]) and {check}"
-        return f"({check})"
+        return f"({passes(p, values)}{found})"
 
     def exists(p: Params) -> str:
-        check = f"exists (select 1 from {pairs} s where s.key = {p(key)})"
-        last = key.rsplit(".", 1)[-1]
-        if _plain(last):
-            # The segment at the end of a key or of a string: before a closing quote.
-            before_quote = like_pattern(last).removesuffix("%") + '"%'
-            check = f"{text} like {p(before_quote)} and {check}"
-        return f"({check})"
+        return f"({passes(p, ())}exists (select 1 from {pairs} s where s.key = {p(key)}))"
 
     return Field(
         match=match,

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
+from yaml.constructor import ConstructorError
 
 from sources.catalog.model import Entity, validate_entity
 from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
@@ -90,6 +91,9 @@ class _File:
     root: Path | None  # the tree being imported
     searched: bool = False  # found in a directory, not named: skipped if it declares nothing
     documents: list[tuple[int, Any]] = field(default_factory=list)  # (1-based index, document)
+    # Documents whose values could not be built (a key given twice, say): the others are
+    # read on, as Backstage reads on past a document with errors.
+    bad: list[DocumentError] = field(default_factory=list)
     error: DocumentError | None = None  # YAML that stopped parsing, after the documents above
 
 
@@ -139,17 +143,36 @@ def read_paths(paths: Iterable[Path], fetch: FetchPolicy | None = None) -> Parse
 
 def _load(text: str, location: str, path: Path | None, root: Path | None) -> _File:
     file = _File(location, path, root)
-    index = 0
+    loader = _Loader(text)
+    index = reading = 0
     try:
-        for index, doc in enumerate(yaml.load_all(text, Loader=_Loader), start=1):
+        while True:
+            reading = index + 1  # the document being read, if there is one
+            if not loader.check_data():  # type: ignore[no-untyped-call]  # untyped in the stubs
+                break
+            index = reading
+            try:
+                doc = loader.get_data()
+            except ConstructorError as exc:
+                # Raised once the document was read whole: the next one reads as usual.
+                loader.constructed_objects, loader.recursive_objects = {}, {}
+                loader.state_generators, loader.deep_construct = [], False
+                file.bad.append(DocumentError(location, index, None, _invalid(exc)))
+                continue
             if doc is not None:
                 file.documents.append((index, doc))
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-        problem = getattr(exc, "problem", None) or str(exc)
-        file.error = DocumentError(location, index + 1, None, f"invalid YAML{line}: {problem}")
+        file.error = DocumentError(location, reading, None, _invalid(exc))
+    finally:
+        loader.dispose()
     return file
+
+
+def _invalid(exc: yaml.YAMLError) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    line = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    return f"invalid YAML{line}: {problem}"
 
 
 def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:
@@ -172,12 +195,13 @@ def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:
     ]
     # Read whole, declaring nothing: whatever such a file once declared is gone.
     batch.skipped = [f.location for f in others]
-    batch.complete_origins.update(f.location for f in others if f.error is None)
+    batch.complete_origins.update(f.location for f in others if f.error is None and not f.bad)
     skipped = {id(f) for f in others}
     files = [f for f in files if id(f) not in skipped]
     placeholders.prefetch(doc for file in files for _, doc in file.documents)
     for file in files:
-        ok = file.error is None
+        ok = file.error is None and not file.bad
+        batch.errors.extend(file.bad)
         for index, doc in file.documents:
             substituted = placeholders.substitute(doc, file.path, file.root)
             try:

@@ -93,3 +93,35 @@ def test_yaml_declaring_no_entity_is_skipped_in_a_directory_and_checked_when_nam
     }
     named = read_paths([tmp_path / "openapi.yaml"])
     assert named.skipped == [] and [e.field for e in named.errors] == ["apiVersion"]
+
+
+def test_catalog_files_are_yaml_1_2() -> None:
+    text = (
+        GOOD.replace("lifecycle: production", "lifecycle: off")
+        + "\n---\n"
+        + (
+            "apiVersion: backstage.io/v1alpha1\nkind: Group\nmetadata: {name: on}\n"
+            "spec: {type: team, children: []}\n"
+        )
+    )
+    batch = parse_documents(text, "catalog-info.yaml")
+    assert not batch.errors
+    refs = {entity.ref: entity for _, entity in batch.entities}
+    assert refs["group:default/on"].name == "on"
+    assert refs["component:default/checkout"].lifecycle == "off"
+
+
+def test_a_key_given_twice_is_an_error_of_its_document_alone() -> None:
+    text = "apiVersion: backstage.io/v1alpha1\nkind: Group\nkind: User\n---\n" + GOOD
+    batch = parse_documents(text, "catalog-info.yaml")
+    [error] = batch.errors
+    assert error.document == 1
+    assert error.message == (
+        "invalid YAML (line 3, column 1): Map keys must be unique: 'kind' is given twice"
+    )
+    # As in Backstage, the documents after it are read on; the file is not read whole.
+    assert [e.ref for _, e in batch.entities] == [
+        "group:default/team-a",
+        "component:default/checkout",
+    ]
+    assert batch.complete_origins == set()

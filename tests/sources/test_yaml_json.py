@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from sources.yaml_json import MAX_VALUES, InvalidYaml, load_yaml
+from sources.yaml_json import MAX_VALUES, InvalidYaml, Yaml12Loader, load_yaml
 
 LAUGHS = "a: &a [1,2,3,4,5,6,7,8,9]\n" + "".join(
     f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
@@ -92,3 +92,60 @@ def test_several_documents_and_empty_ones() -> None:
 def test_the_same_text_reads_the_same_as_pyyaml_when_it_is_json() -> None:
     text = "a: [1, 2.5, x, {b: null}]\nc: 'quoted'\nd: |\n  block\n  text\n"
     assert load_yaml(text) == list(yaml.safe_load_all(text))
+
+
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        # YAML 1.1's booleans and sexagesimal and underscored numbers are strings in 1.2.
+        ("on", "on"),
+        ("Off", "Off"),
+        ("yes", "yes"),
+        ("n", "n"),
+        ("1_000", "1_000"),
+        ("1:30", "1:30"),
+        ("=", "="),
+        ("2024-01-01", "2024-01-01"),
+        # 1.2's core schema: its booleans, nulls, octals, hexadecimals and floats.
+        ("true", True),
+        ("FALSE", False),
+        ("~", None),
+        ("Null", None),
+        ("", None),
+        ("0o17", 15),
+        ("017", 17),
+        ("0x1F", 31),
+        ("+12", 12),
+        ("1e3", 1000.0),
+        (".5", 0.5),
+        ("0o8", "0o8"),
+        ('"on"', "on"),
+    ],
+)
+def test_catalog_yaml_is_yaml_1_2(text: str, value: object) -> None:
+    assert load_yaml(f"a: {text}", Yaml12Loader) == [{"a": value}]
+
+
+def test_yaml_1_2_has_no_merge_keys() -> None:
+    text = "base: &b {x: 1}\nmerged: {<<: *b, y: 2}"
+    assert load_yaml(text, Yaml12Loader) == [{"base": {"x": 1}, "merged": {"<<": {"x": 1}, "y": 2}}]
+    assert load_yaml(text) == [{"base": {"x": 1}, "merged": {"x": 1, "y": 2}}]
+
+
+@pytest.mark.parametrize(
+    ("text", "line"),
+    [
+        ("a: 1\nb: 2\na: 3", 3),
+        ("m: {x: 1, 'x': 2}", 1),
+        ("- k: 1\n  k: 1", 2),
+    ],
+)
+def test_a_key_given_twice_is_refused_in_catalog_yaml(text: str, line: int) -> None:
+    with pytest.raises(InvalidYaml) as caught:
+        load_yaml(text, Yaml12Loader)
+    assert caught.value.line == line
+    assert "Map keys must be unique" in caught.value.problem
+
+
+def test_numbers_and_booleans_are_distinct_keys() -> None:
+    assert load_yaml("1: a\ntrue: b\n'x': c", Yaml12Loader) == [{"1": "a", "true": "b", "x": "c"}]

@@ -135,7 +135,9 @@ async def _answer(request: Request, services: Services, handler: Handler) -> Res
     context = await services.context(request, viewer)
     answer = await handler(Call(request, context))
     if answer.stream is not None:
-        return StreamingResponse(answer.stream, media_type=JSON, headers=answer.headers)
+        # Made as it is sent: no ETag to revalidate it by, so nothing keeps it.
+        headers = {**answer.headers, "cache-control": "no-store"}
+        return StreamingResponse(answer.stream, media_type=JSON, headers=headers)
     body = encode_json(answer.body)
     if request.method != "GET":
         return Response(body, media_type=JSON, headers=answer.headers)

@@ -169,7 +169,7 @@ _COUNTED: Final = {
 
 def facet_values(key: str, where: Where) -> tuple[str, tuple[object, ...]] | FacetField:
     """How to count the values of ``key`` among what ``where`` matches: the counts table's
-    field when it keeps them for such a condition, else a row source of the values as written
+    field when it keeps them for such a condition, else a query of the values as written
     (one row each, over the entity ``e``) and its parameters, numbered after ``where``'s."""
     found = field_of(key)
     if found.facet is None:

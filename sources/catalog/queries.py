@@ -201,13 +201,13 @@ where field = 'kind' and ($1::text[] is null or kind = any($1))
 """
 
 _FACET_VALUES: Final = {
-    FacetField.KIND: "values (e.kind)",
-    FacetField.TYPE: "values (e.spec_type)",
-    FacetField.OWNER: "values (e.owner_ref)",
-    FacetField.LIFECYCLE: "values (e.lifecycle)",
-    FacetField.NAMESPACE: "values (e.namespace)",
-    FacetField.SYSTEM: "values (e.system_ref)",
-    FacetField.TAG: "unnest(e.tags)",
+    FacetField.KIND: "select e.kind",
+    FacetField.TYPE: "select e.spec_type",
+    FacetField.OWNER: "select e.owner_ref",
+    FacetField.LIFECYCLE: "select e.lifecycle",
+    FacetField.NAMESPACE: "select e.namespace",
+    FacetField.SYSTEM: "select e.system_ref",
+    FacetField.TAG: "select unnest(e.tags)",
 }
 
 FACETS_BY_KINDS: Final = """
@@ -222,10 +222,10 @@ def count_sql(where: str) -> str:
 
 
 def facet_sql(values: str, where: str, limit: str) -> str:
-    """Counts of the values ``values`` gives for each entity (a lateral row source over ``e``)
+    """Counts of the values ``values`` selects for each entity (a lateral query over ``e``)
     among the entities ``where`` matches, most frequent first."""
     return f"""
-    select f.value, count(*) as count from entities e cross join lateral {values} as f(value)
+    select f.value, count(*) as count from entities e cross join lateral ({values}) as f(value)
     where {where} and f.value is not null
     group by 1 order by 2 desc, 1 limit {limit}
     """

@@ -57,7 +57,7 @@ def like_pattern(text: str) -> str:
 @dataclass(frozen=True, slots=True)
 class Field:
     """SQL over the entity ``e`` for one key. ``match`` takes lowercase values (any of them),
-    ``contains`` a LIKE pattern, ``facet`` yields the values as written (one row each)."""
+    ``contains`` a LIKE pattern, ``facet`` selects the values as written (a row each)."""
 
     match: Callable[[Sequence[str], Params], str]
     exists: Callable[[Params], str]
@@ -81,7 +81,7 @@ def _column(column: str, *, folded: bool, nullable: bool, counted: str | None = 
         match=lambda values, p: _equals(expression, values, p),
         exists=lambda p: f"e.{column} is not null" if nullable else TRUE,
         contains=lambda pattern, p: f"{expression} like {p(pattern)}",
-        facet=lambda p: f"values (e.{column})",
+        facet=lambda p: f"select e.{column}",
         counted=counted,
     )
 
@@ -92,7 +92,7 @@ def _nothing(facet: bool = True) -> Field:
         match=lambda values, p: FALSE,
         exists=lambda p: FALSE,
         contains=lambda pattern, p: FALSE,
-        facet=(lambda p: "(select null::text where false)") if facet else None,
+        facet=(lambda p: "select null::text where false") if facet else None,
     )
 
 
@@ -109,7 +109,7 @@ def _kind() -> Field:
         match=match,
         exists=lambda p: TRUE,
         contains=lambda pattern, p: f"lower(e.kind) like {p(pattern)}",
-        facet=lambda p: "values (e.kind)",
+        facet=lambda p: "select e.kind",
         counted="kind",
     )
 
@@ -119,7 +119,7 @@ def _api_version() -> Field:
         match=lambda values, p: TRUE if API_VERSION in values else FALSE,
         exists=lambda p: TRUE,
         contains=lambda pattern, p: f"{p(API_VERSION)}::text like {p(pattern)}",
-        facet=lambda p: f"values ({p(API_VERSION)}::text)",
+        facet=lambda p: f"select {p(API_VERSION)}::text",
     )
 
 
@@ -147,7 +147,7 @@ def _tags() -> Field:
         contains=lambda pattern, p: (
             f"exists (select 1 from unnest(e.tags) t where t like {p(pattern)})"
         ),
-        facet=lambda p: "unnest(e.tags)",
+        facet=lambda p: "select unnest(e.tags)",
         counted="tag",
     )
 
@@ -162,7 +162,7 @@ def _tag(tag: str) -> Field:
         match=lambda values, p: has(p) if "true" in values else FALSE,
         exists=has,
         contains=lambda pattern, p: f"({has(p)} and 'true' like {p(pattern)})",
-        facet=lambda p: f"(select 'true' where {has(p)})",
+        facet=lambda p: f"select 'true' where {has(p)}",
     )
 
 
@@ -179,7 +179,7 @@ def _mapping(column: str, key: str) -> Field:
         exists=lambda p: f"{folded} ? {p(key)}",
         contains=lambda pattern, p: f"{folded} ->> {p(key)} like {p(pattern)}",
         facet=lambda p: (
-            f"(select m.value from jsonb_each_text(e.{column}) m where lower(m.key) = {p(key)})"
+            f"select m.value from jsonb_each_text(e.{column}) m where lower(m.key) = {p(key)}"
         ),
     )
 
@@ -191,7 +191,7 @@ def _relation(relation: str) -> Field:
             match=lambda values, p: _equals("e.owner_ref", values, p),
             exists=lambda p: "e.owner_ref is not null",
             contains=lambda pattern, p: f"e.owner_ref like {p(pattern)}",
-            facet=lambda p: "values (e.owner_ref)",
+            facet=lambda p: "select e.owner_ref",
             counted="owner",
         )
     targets = "select r.target_ref from relations r where r.source_ref = e.ref and r.type = {}"
@@ -204,7 +204,7 @@ def _relation(relation: str) -> Field:
         contains=lambda pattern, p: (
             f"exists ({targets.format(p(relation))} and r.target_ref like {p(pattern)})"
         ),
-        facet=lambda p: f"({targets.format(p(relation))})",
+        facet=lambda p: targets.format(p(relation)),
     )
 
 
@@ -244,7 +244,7 @@ def _pairs(column: str, prefix: str, key: str) -> Field:
         contains=lambda pattern, p: (
             f"exists (select 1 from {pairs} s where s.key = {p(key)} and s.value like {p(pattern)})"
         ),
-        facet=lambda p: f"(select s.original from {pairs} s where s.key = {p(key)})",
+        facet=lambda p: f"select s.original from {pairs} s where s.key = {p(key)}",
     )
 
 

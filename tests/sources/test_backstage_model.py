@@ -78,9 +78,9 @@ def judged_by_atrium(document: Any, unavailable: dict[str, str]) -> Verdict:
     relations = frozenset(
         (r.type, r.target_ref) for r in entity.relations if r.source_ref == entity.ref
     )
-    filled = document != entity.document  # a list filled in, or annotations read as none
+    listed = {"Group": "children", "User": "memberOf"}.get(entity.kind)
     difference = "unreadable-placeholder" if entity.unavailable else None
-    if filled and entity.kind in ("Group", "User"):
+    if listed and listed not in document["spec"]:
         difference = "member-lists"
     return Verdict(True, None, relations, difference)
 

@@ -136,7 +136,6 @@ async def entities_by_uid(call: Call) -> Answer:
     uid = call.request.path_params["uid"]
     found = await resolve.by_uid(call.context.db, call.context.loaders, uid)
     if found is None:
-        call.context.depends_on("catalog")  # a uid Atrium has not given yet
         raise not_found(f"No entity with uid {uid}")
     return Answer(entity_json(found))
 

@@ -31,7 +31,6 @@ async def location(call: Call) -> Answer:
     location_id = call.request.path_params["id"]
     found = await resolve.location(call.context.db, location_id)
     if found is None:
-        call.context.depends_on(*_EVERYTHING)
         raise not_found(f"Found no location with ID {location_id}")
     return Answer(_location(found), tags=_EVERYTHING)
 
@@ -39,10 +38,10 @@ async def location(call: Call) -> Answer:
 async def location_by_entity(call: Call) -> Answer:
     ref = _ref(call)
     found = await resolve.entity_location(call.context.db, ref)
-    call.context.depends_on(ref)
     if found is None:
         raise not_found(f"No location for entity {ref}")
-    return Answer(_location(found))
+    # Read by SQL, not through a loader: what it depends on is said here.
+    return Answer(_location(found), tags=(ref,))
 
 
 async def ancestry(call: Call) -> Answer:

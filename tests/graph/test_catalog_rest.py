@@ -145,6 +145,10 @@ async def test_sql_per_request_does_not_grow_with_the_page(make_client: AppFacto
     one = await queries(client, f"{API}/entities?filter=kind=component&limit=1")
     fifty = await queries(client, f"{API}/entities?filter=kind=component&limit=50")
     assert one == fifty == 2
+    # Their relations now in the in-process cache, the page alone.
+    before = client.services.db.queries
+    assert (await client.get(f"{API}/entities?filter=kind=component&limit=50")).status_code == 200
+    assert client.services.db.queries - before == 1
     # Without relations in the fields, the page alone.
     assert await queries(client, f"{API}/entities?limit=50&fields=metadata.name") == 1
     # by-query counts too (the kind's count is read from the counts table).

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from sources.catalog.queries import FacetField, Where
+from sources.catalog.refs import KINDS
 from sources.catalog.search_keys import TRUE, FilterError, Params, field_of, like_pattern
 from sources.text import unstorable
 
@@ -136,8 +137,6 @@ def _condition(condition: Condition, p: Params) -> str:
 
 def _kinds(sets: Sequence[FilterSet]) -> list[str] | None:
     """The kinds every match has, when every filter names some; else None (any kind)."""
-    from sources.catalog.refs import KINDS
-
     by_lower = {k.lower(): k for k in KINDS}
     kinds: set[str] = set()
     for filter_set in sets:
@@ -156,17 +155,6 @@ def _kinds_only(sets: Sequence[FilterSet]) -> bool:
     return all(len(s) == 1 and s[0].key.lower() == "kind" and s[0].values is not None for s in sets)
 
 
-# Facets the counts table keeps (migration 0001), by the search key Backstage counts by.
-_COUNTED: Final = {
-    "kind": FacetField.KIND,
-    "type": FacetField.TYPE,
-    "lifecycle": FacetField.LIFECYCLE,
-    "namespace": FacetField.NAMESPACE,
-    "tag": FacetField.TAG,
-    "owner": FacetField.OWNER,
-}
-
-
 def facet_values(key: str, where: Where) -> tuple[str, tuple[object, ...]] | FacetField:
     """How to count the values of ``key`` among what ``where`` matches: the counts table's
     field when it keeps them for such a condition, else a query of the values as written
@@ -174,8 +162,7 @@ def facet_values(key: str, where: Where) -> tuple[str, tuple[object, ...]] | Fac
     found = field_of(key)
     if found.facet is None:
         raise FilterError(f"{key!r} cannot be counted")
-    counted = _COUNTED.get(found.counted or "")
-    if counted is not None and where.kinds_only:
-        return counted
+    if found.counted is not None and where.kinds_only:
+        return FacetField(found.counted)
     p = Params(len(where.params) + 1)
     return found.facet(p), tuple(p.values)

@@ -18,10 +18,20 @@ from dataclasses import dataclass
 from typing import Any, Final
 
 from sources.catalog.model import INVERSE
+from sources.catalog.refs import KINDS
 from sources.catalog.uids import entity_id_of
 from sources.errors import CatalogError
 
-__all__ = ["FALSE", "TRUE", "Field", "FilterError", "Params", "field_of", "like_pattern"]
+__all__ = [
+    "API_VERSION",
+    "FALSE",
+    "TRUE",
+    "Field",
+    "FilterError",
+    "Params",
+    "field_of",
+    "like_pattern",
+]
 
 TRUE: Final = "true"
 FALSE: Final = "false"
@@ -63,7 +73,7 @@ class Field:
     exists: Callable[[Params], str]
     contains: Callable[[str, Params], str]
     facet: Callable[[Params], str] | None
-    # A column some order of the listing sorts by, and the facet the counts table keeps.
+    # The field the counts table keeps this key's values under (facet_rows(), migration 0001).
     counted: str | None = None
 
 
@@ -97,8 +107,6 @@ def _nothing(facet: bool = True) -> Field:
 
 
 def _kind() -> Field:
-    from sources.catalog.refs import KINDS
-
     by_lower = {k.lower(): k for k in KINDS}
 
     def match(values: Sequence[str], p: Params) -> str:

@@ -107,7 +107,6 @@ async def test_anonymous_reading_off_refuses_nobody_and_serves_a_token(
     make_client: AppFactory,
 ) -> None:
     client = await make_client(anonymous_read=False)
-    await client.services.db.execute("select 1")
     message = refused(await client.get(f"{API}/entities"), 401, "AuthenticationError")
     assert "anonymous reading is off" in message
     response = await client.get(f"{API}/entities", headers={"authorization": "Bearer atr_x_y"})

@@ -81,9 +81,10 @@ def core_plugins() -> list[Plugin]:
     """What every Atrium has; registered through the same builder as any plugin."""
     from graph.attention.plugin import AttentionPlugin
     from graph.catalog.plugin import CatalogPlugin
+    from graph.changes.plugin import ChangesPlugin
     from graph.ownership.plugin import OwnershipPlugin
 
-    return [CatalogPlugin(), OwnershipPlugin(), AttentionPlugin()]
+    return [CatalogPlugin(), OwnershipPlugin(), AttentionPlugin(), ChangesPlugin()]
 
 
 def discover_plugins(settings: Settings) -> list[Plugin]:

@@ -263,10 +263,14 @@ class AdminOnly:
 
 
 class Authorize(FieldExtension):
-    def __init__(self, rule: Rule, action: str) -> None:
+    """``secrets`` names arguments the audit log must not keep (a webhook's secret): it
+    records that they were given, not their values."""
+
+    def __init__(self, rule: Rule, action: str, *, secrets: tuple[str, ...] = ()) -> None:
         super().__init__()
         self.rule = rule
         self.action = action
+        self.secrets = secrets
         # Read once; rules written before the attribute existed are for owners.
         self.owners_only = bool(getattr(rule, "owners_only", True))
 
@@ -275,7 +279,9 @@ class Authorize(FieldExtension):
     ) -> Any:
         context = info.context
         viewer = context.viewer
-        arguments = _loggable(kwargs)
+        arguments = _loggable(
+            {k: "(secret, not recorded)" if k in self.secrets else v for k, v in kwargs.items()}
+        )
         target = Target(None, None)
 
         async def audit(outcome: str, **extra: Any) -> None:

@@ -18,6 +18,7 @@ from strawberry.types import ExecutionContext
 
 from sources.errors import (
     CatalogError,
+    ChangeHookError,
     DatabaseUnavailable,
     NotAuthenticated,
     NotAuthorized,
@@ -34,6 +35,7 @@ _USER_ERRORS: dict[type[Exception], str] = {
     NotAuthorized: "FORBIDDEN",
     NotFound: "NOT_FOUND",  # before CatalogError: the first class that matches gives the code
     CatalogError: "BAD_USER_INPUT",
+    ChangeHookError: "BAD_USER_INPUT",
     DatabaseUnavailable: "SERVICE_UNAVAILABLE",
     # Strawberry raises it only on a global ID a client sent: one naming a type that is not
     # a Node (node(id:) with "Query:x" in base64), or not a type at all.

@@ -17,6 +17,8 @@ from pydantic_settings import (
 )
 
 from sources.catalog.placeholders import FetchPolicy
+from sources.changes.delivery import DeliveryPolicy
+from sources.changes.outbox import Backoff
 
 __all__ = ["DatabasePooling", "LdapPreset", "Mode", "Settings"]
 
@@ -101,6 +103,25 @@ class Settings(BaseSettings):
     catalog_fetch_timeout: float = Field(default=10.0, gt=0, le=120)  # seconds per URL
     catalog_fetch_max_bytes: int = Field(default=2 * 2**20, ge=1024)  # per URL or file read
 
+    # Change events (README, Change events). Hook secrets are sealed with a key derived from
+    # change_hooks_key; unset, they are stored as given, and production refuses new hooks.
+    change_hooks_key: SecretStr | None = None
+    # Networks hooks may post to though they are not public (loopback, private, link-local):
+    # none unless named, as for catalog placeholders.
+    change_hooks_allowed_networks: Annotated[list[IPv4Network | IPv6Network], NoDecode] = Field(
+        default_factory=list
+    )
+    change_hooks_interval: float = Field(default=1.0, gt=0, le=3600)  # seconds between looks
+    change_hooks_timeout: float = Field(default=10.0, gt=0, le=300)  # seconds per request
+    # Seconds a replica holds the deliveries it claimed; one that dies holds them this long.
+    change_hooks_lease: float = Field(default=120.0, gt=0)
+    change_hooks_batch: int = Field(default=100, ge=1, le=1000)  # claimed at once per hook
+    # Retries wait base * 2^(attempts-1) seconds (with jitter), at most backoff_max, and stop
+    # retry_for seconds after the change: the delivery is failed then, to be re-delivered.
+    change_hooks_backoff_base: float = Field(default=5.0, gt=0)
+    change_hooks_backoff_max: float = Field(default=900.0, gt=0)
+    change_hooks_retry_for: float = Field(default=86_400.0, gt=0)
+
     log_level: str = "INFO"
     # Seconds a replica keeps serving after SIGTERM while /readyz says 503, so that the load
     # balancer takes it out before it stops; then in-flight requests finish and it exits.
@@ -174,14 +195,20 @@ class Settings(BaseSettings):
     ldap_member_of_attribute: str | None = None
     ldap_group_type: str = "team"
 
-    @field_validator("disabled_plugins", "trusted_proxies", "catalog_fetch_hosts", mode="before")
+    @field_validator(
+        "disabled_plugins",
+        "trusted_proxies",
+        "catalog_fetch_hosts",
+        "change_hooks_allowed_networks",
+        mode="before",
+    )
     @classmethod
     def _split_csv(cls, value: object) -> object:
         if isinstance(value, str):
             return [part.strip() for part in value.split(",") if part.strip()]
         return value
 
-    @field_validator("trusted_proxies", mode="after")
+    @field_validator("trusted_proxies", "change_hooks_allowed_networks", mode="after")
     @classmethod
     def _networks(cls, value: list[object]) -> list[IPv4Network | IPv6Network]:
         return [ip_network(str(v), strict=False) for v in value]
@@ -194,6 +221,19 @@ class Settings(BaseSettings):
                 raise ValueError(
                     "ldap_bind_password is missing or a placeholder; production needs a real one"
                 )
+        if self.change_hooks_key is not None:
+            key = self.change_hooks_key.get_secret_value()
+            if len(key) < 16 or (self.production and key.strip().lower() in _PLACEHOLDERS):
+                raise ValueError(
+                    "change_hooks_key must be a long random value (at least 16 characters)"
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _lease_outlasts_a_request(self) -> Settings:
+        # A request is started only while the claim's lease leaves it the timeout to finish.
+        if self.change_hooks_lease < 2 * self.change_hooks_timeout:
+            raise ValueError("change_hooks_lease must be at least twice change_hooks_timeout")
         return self
 
     @property
@@ -203,6 +243,21 @@ class Settings(BaseSettings):
             hosts=frozenset(self.catalog_fetch_hosts),
             timeout=self.catalog_fetch_timeout,
             max_bytes=self.catalog_fetch_max_bytes,
+        )
+
+    @property
+    def change_delivery(self) -> DeliveryPolicy:
+        """How change events are delivered."""
+        return DeliveryPolicy(
+            timeout=self.change_hooks_timeout,
+            lease=self.change_hooks_lease,
+            batch=self.change_hooks_batch,
+            backoff=Backoff(
+                base=self.change_hooks_backoff_base,
+                cap=self.change_hooks_backoff_max,
+                retry_for=self.change_hooks_retry_for,
+            ),
+            allowed_networks=tuple(self.change_hooks_allowed_networks),
         )
 
     @property

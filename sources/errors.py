@@ -3,6 +3,8 @@
 AtriumError
 ├── DatabaseUnavailable       the database cannot be reached or started
 ├── MigrationError            a migration failed, or an applied one was changed
+├── ChangeHookError           a change hook that cannot be registered, or whose target or
+│                             secret cannot be used
 └── CatalogError
     ├── InvalidRef            an entity reference that does not parse
     ├── NotFound              no entity has the reference a change names
@@ -14,6 +16,7 @@ from __future__ import annotations
 __all__ = [
     "AtriumError",
     "CatalogError",
+    "ChangeHookError",
     "DatabaseUnavailable",
     "DirectoryUnavailable",
     "EntityValidationError",
@@ -35,6 +38,10 @@ class DatabaseUnavailable(AtriumError):
 
 
 class MigrationError(AtriumError):
+    pass
+
+
+class ChangeHookError(AtriumError):
     pass
 
 

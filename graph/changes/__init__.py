@@ -1,0 +1,1 @@
+"""Change events in GraphQL: admins register, list, pause and delete the webhooks."""

@@ -10,12 +10,14 @@ LISTEN: replicas look for work every ``ATRIUM_CHANGE_HOOKS_INTERVAL``).
   leaves its rows claimed until the lease runs out; then another claims them again.
 - **In order per hook and ref.** Only a ref's oldest row of a hook (its head) can be claimed,
   and a delivered row is deleted: the next change of that ref waits until the receiver took the
-  one before (or it was given up on: failed rows stay, and keep their ref waiting).
+  one before. A failed row (given up on) stays, and keeps its ref's later changes waiting until
+  it is re-delivered.
 - **Retries** back off exponentially per delivery (``base * 2^(attempts-1)``, capped, with
   jitter) and per hook: a claim of which the receiver took nothing makes the hook wait as long,
   and then it is probed with one delivery instead of being sent the backlog. Past
-  ``retry_for`` since a delivery's change (or its last redelivery), a failure gives it up, with
-  every other delivery of a hook that took nothing for that long.
+  ``retry_for`` since a delivery's change (or its last redelivery), a failure gives it up with
+  the later changes of its ref (they could only follow it), and when the hook took nothing,
+  every delivery of it that waited as long too.
 """
 
 from __future__ import annotations
@@ -103,7 +105,9 @@ returning d.id, d.event_id, d.delivery_id, d.type, d.ref, d.occurred_at, d.entit
           d.attempts
 """
 # $1 claim, $2 ids, $3 errors (null: delivered), $4 ids never sent (the lease was running out),
-# $5 backoff base, $6 cap, $7 retry_for, $8 hook, $9 the batch's first error.
+# $5 backoff base, $6 cap, $7 retry_for, $8 hook, $9 the batch's first error, $10 what the
+# later changes of a ref given up on say. A ref's later changes are given up with it: they could
+# only be sent after it.
 _RECORD: Final = """
 with outcome as (
     select * from unnest($2::bigint[], $3::text[]) as o(id, error)
@@ -121,7 +125,12 @@ with outcome as (
                      then 'failed' else 'pending' end
     from outcome o
     where d.id = o.id and d.claim = $1 and o.error is not null
-    returning d.state
+    returning d.id, d.ref, d.state
+), behind as (
+    update change_deliveries d set state = 'failed', last_error = $10
+    from failed f
+    where f.state = 'failed' and d.hook_id = $8 and d.ref = f.ref and d.id > f.id
+      and d.state = 'pending'
 ), unsent as (
     update change_deliveries d set claim = null, claimed_until = null, attempts = d.attempts - 1
     where d.id = any($4::bigint[]) and d.claim = $1
@@ -145,12 +154,19 @@ from counts c
 where h.id = $8
 returning c.delivered, c.failed, c.given_up, h.failures
 """
+# What waited retry_for, and the later changes of the same refs.
 _GIVE_UP_BACKLOG: Final = """
-update change_deliveries set state = 'failed', last_error = coalesce(last_error, $3)
-where hook_id = $1 and state = 'pending'
-  and retry_from <= now() - make_interval(secs => $2::float8)
-  and (claimed_until is null or claimed_until < now())
+update change_deliveries d set state = 'failed', last_error = coalesce(d.last_error, $3)
+where d.hook_id = $1 and d.state = 'pending'
+  and (d.claimed_until is null or d.claimed_until < now())
+  and exists (
+      select 1 from change_deliveries e
+      where e.hook_id = d.hook_id and e.ref = d.ref and e.id <= d.id
+        and (e.state = 'failed'
+             or e.retry_from <= now() - make_interval(secs => $2::float8))
+  )
 """
+_BEHIND: Final = "not sent: an earlier change of its ref was given up"
 
 
 async def due_hooks(db: Executor) -> list[HookDue]:
@@ -192,6 +208,7 @@ async def record(
             backoff.retry_for,
             hook_id,
             first_error,
+            _BEHIND,
         )
         if row is None:
             return Outcome(0, 0, 0, None)

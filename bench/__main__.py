@@ -1,5 +1,5 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|execution|console|deployments|observability]
+[--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes]
 [--users N] [--pinapps N] [--deploys N]``."""
 
 from __future__ import annotations
@@ -8,6 +8,7 @@ import argparse
 import asyncio
 import sys
 
+from bench.changes import run_changes
 from bench.compute import run_compute
 from bench.console import run_console
 from bench.database import admin_url
@@ -52,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
             "console",
             "deployments",
             "observability",
+            "changes",
         ),
         help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
-        "the deployments or the observability scenarios only",
+        "the deployments, the observability or the change events scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -115,6 +117,10 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "observability"):
             short = args.quick or (args.rounds is not None and args.rounds < 5)
             asyncio.run(run_observability(short=short, rounds=args.rounds, seed=args.seed))
+        if args.only in (None, "changes"):
+            # A catalog import with and without a change hook: a round is two imports.
+            short = args.quick or (args.rounds is not None and args.rounds < 5)
+            asyncio.run(run_changes(rounds=1 if short else 5, seed=args.seed))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -66,6 +66,8 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "Prometheus: the 5 range queries, one after another",
         "Atrium: metrics panel, uncached",
         "Atrium: metrics panel, metrics cache warm",
+        "import with a change hook",
+        "to a receiver on 127.0.0.1, after the import, every signature valid",
     ):
         assert scenario in result.stdout
     # The warm metrics cache answered every cached panel: Prometheus was asked nothing.

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
+import ssl
 import time
 from collections import deque
 from collections.abc import Awaitable, Callable
@@ -52,9 +53,11 @@ class Received:
 class Receiver:
     """Answers ``script``'s answers in turn, then ``then`` (200 at once unless changed)."""
 
-    def __init__(self) -> None:
+    def __init__(self, host: str = "127.0.0.1", tls: ssl.SSLContext | None = None) -> None:
         self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}/events"
+        self.host = host
+        self.tls = tls
+        self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/events"
         self.script: deque[Answer] = deque()
         self.then = Answer()
         self.received: list[Received] = []
@@ -71,7 +74,8 @@ class Receiver:
         app.router.add_post("/events", self._handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
         await runner.setup()
-        await web.TCPSite(runner, "127.0.0.1", self.port, reuse_address=True).start()
+        site = web.TCPSite(runner, self.host, self.port, reuse_address=True, ssl_context=self.tls)
+        await site.start()
         self._runner = runner
 
     async def stop(self) -> None:

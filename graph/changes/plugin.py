@@ -11,6 +11,7 @@ from graph.changes.fields import PLUGIN_ID, ChangeHookMutation, ChangeHookQuery
 from graph.plugin import PluginBuilder
 from sources.changes.delivery import Deliverer
 from sources.changes.secrets import SecretBox
+from sources.db import Database
 
 __all__ = ["ChangesPlugin"]
 
@@ -29,7 +30,11 @@ class ChangesPlugin:
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Deliverer]:
             box = SecretBox(key.get_secret_value() if key is not None else None)
-            deliverer = Deliverer(services.database, settings.change_delivery, box)
+            # The app's pool, with a statement count of its own: what the deliverer sends
+            # every interval is not counted with requests' statements (the SQL-per-request
+            # figures and tests read that count). The app's Database closes the pool.
+            database = Database(services.database.pool)
+            deliverer = Deliverer(database, settings.change_delivery, box)
             try:
                 yield deliverer
             finally:

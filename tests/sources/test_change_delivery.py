@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import ssl
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
 from ipaddress import ip_network
+from pathlib import Path
 
 import pytest
+import trustme
 
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
@@ -306,3 +309,31 @@ async def test_an_answer_slower_than_the_timeout_is_a_failure_retried(
     finally:
         await deliverer.aclose()
     assert len(receiver.accepted) == 1 and len(receiver.received) == 2
+
+
+@pytest.mark.parametrize("named", ["localhost", "elsewhere.example"])
+async def test_https_verifies_the_host_name_though_the_address_was_pinned(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str
+) -> None:
+    ca = trustme.CA()
+    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    ca.issue_cert(named).configure_cert(server)
+    ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
+    monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # httpx trusts it then
+    receiver = Receiver(host="localhost", tls=server)
+    await receiver.start()
+    hook_id = await register(db, receiver)
+    await import_components(db, ["checkout"], "first")
+    local = (ip_network("127.0.0.0/8"), ip_network("::1/128"))
+    deliverer = Deliverer(db, replace(POLICY, allowed_networks=local), SecretBox(None))
+    try:
+        taken = await deliverer.deliver_due()
+    finally:
+        await deliverer.aclose()
+        await receiver.stop()
+    if named == "localhost":
+        assert taken == 1 and receiver.accepted[0].signed_with(SECRET)
+    else:  # a certificate for another name is refused, whatever address was connected to
+        assert taken == 0 and receiver.received == []
+        hook = await get_hook(db, hook_id)
+        assert hook is not None and "CERTIFICATE_VERIFY_FAILED" in (hook.last_error or "")

@@ -29,7 +29,7 @@ from typing import Final
 import httpx
 import orjson
 
-from sources.changes.outbox import Backoff, Claimed, HookDue, claim, due_hooks, record
+from sources.changes.outbox import Backoff, Claimed, HookDue, Outcome, claim, due_hooks, record
 from sources.changes.secrets import SecretBox
 from sources.changes.targets import IPNetwork, Target, resolve_target
 from sources.db import Database
@@ -113,8 +113,16 @@ class Deliverer:
             batch = await claim(self.db, hook.id, limit, claim_id, self.policy.lease)
             if not batch:
                 break
-            errors, unsent = await self._send(hook, batch, deadline)
-            outcome = await record(self.db, hook.id, claim_id, errors, unsent, self.policy.backoff)
+            errors: dict[int, str | None] = {}  # filled as answers come: None when taken
+            try:
+                await self._send(hook, batch, deadline, errors)
+            except asyncio.CancelledError:
+                # Stopping (a rolling restart): what had no answer is released at once rather
+                # than held for the lease. It may have reached the receiver: the next attempt
+                # carries the same delivery id.
+                await self._record(hook, claim_id, batch, errors)
+                raise
+            outcome = await self._record(hook, claim_id, batch, errors)
             taken += outcome.delivered
             if outcome.given_up:
                 log.warning(
@@ -126,31 +134,38 @@ class Deliverer:
             failures = outcome.failures
         return taken
 
+    async def _record(
+        self,
+        hook: HookDue,
+        claim_id: uuid.UUID,
+        batch: list[Claimed],
+        errors: dict[int, str | None],
+    ) -> Outcome:
+        unsent = [delivery.id for delivery in batch if delivery.id not in errors]
+        return await record(self.db, hook.id, claim_id, errors, unsent, self.policy.backoff)
+
     async def _send(
-        self, hook: HookDue, batch: list[Claimed], deadline: float
-    ) -> tuple[dict[int, str | None], list[int]]:
-        """Each delivery's error (None: taken), and those never sent."""
+        self, hook: HookDue, batch: list[Claimed], deadline: float, errors: dict[int, str | None]
+    ) -> None:
+        """Post the batch, noting each answer in ``errors``; a delivery the lease leaves no
+        time for is not sent (and not noted)."""
         try:
             secret = self.box.open(hook.secret, hook.secret_sealed, hook.url)
             target = await resolve_target(
                 hook.url, self.policy.allowed_networks, self.policy.timeout
             )
         except ChangeHookError as exc:
-            return {delivery.id: str(exc) for delivery in batch}, []
+            errors.update((delivery.id, str(exc)) for delivery in batch)
+            return
         client = await self._client(hook.id, target)
-        errors: dict[int, str | None] = {}
-        unsent: list[int] = []
         slots = asyncio.Semaphore(IN_FLIGHT)
 
         async def one(delivery: Claimed) -> None:
             async with slots:
-                if deadline - time.monotonic() < self.policy.timeout:
-                    unsent.append(delivery.id)
-                    return
-                errors[delivery.id] = await self._post(client, target, secret, delivery)
+                if deadline - time.monotonic() >= self.policy.timeout:
+                    errors[delivery.id] = await self._post(client, target, secret, delivery)
 
         await asyncio.gather(*(one(delivery) for delivery in batch))
-        return errors, unsent
 
     async def _client(self, hook_id: int, target: Target) -> httpx.AsyncClient:
         # A pool per hook, made again when its host resolves elsewhere: a connection made (and

@@ -337,3 +337,33 @@ async def test_https_verifies_the_host_name_though_the_address_was_pinned(
         assert taken == 0 and receiver.received == []
         hook = await get_hook(db, hook_id)
         assert hook is not None and "CERTIFICATE_VERIFY_FAILED" in (hook.last_error or "")
+
+
+async def test_a_replica_stopping_releases_what_it_had_out_at_once(
+    db: Database, receiver: Receiver
+) -> None:
+    await register(db, receiver)
+    await import_components(db, ["checkout", "cart"], "first")
+    receiver.hold()
+    stopping = Deliverer(db, POLICY, SecretBox(None))
+    task = asyncio.create_task(stopping.deliver_due())
+
+    async def both_out() -> bool:
+        return len(receiver.received) == 2
+
+    await eventually(both_out, "both deliveries out")
+    task.cancel()  # as the app's lifespan stops its jobs
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await stopping.aclose()
+    rows = await db.fetch("select claim, attempts from change_deliveries")
+    assert [(r["claim"], r["attempts"]) for r in rows] == [(None, 0), (None, 0)]
+
+    receiver.release()
+    other = Deliverer(db, POLICY, SecretBox(None))
+    try:
+        assert await other.deliver_due() == 2  # no lease to wait for
+    finally:
+        await other.aclose()
+    held = {r.delivery for r in receiver.received if r.status is None}
+    assert held <= {r.delivery for r in receiver.accepted} and len(held) == 2

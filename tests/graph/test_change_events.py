@@ -231,7 +231,7 @@ async def test_a_replica_killed_while_delivering_loses_nothing(
     receiver.release()
 
     # Another replica (an app in this process) takes over once the dead one's lease ran out.
-    await make_client(**{**FAST, "change_hooks_key": None})
+    await make_client(**FAST)
 
     async def all_taken() -> bool:
         return await db.fetchval("select count(*) from change_deliveries") == 0

@@ -4,7 +4,7 @@
 Backstage's catalog answers filters from a search table of lowercased (key, value) pairs taken
 from the whole entity. Atrium keeps the entity in columns instead, so each key is mapped to
 what holds it: a column (kind, name, type: their indexes serve), labels and annotations
-lowercased whole (their folded indexes serve, migration 0009), the relations table, or for the
+lowercased whole (their folded indexes serve, migration 0011), the relations table, or for the
 rest of ``spec`` and ``metadata.links`` the same pairs computed entity by entity
 (``catalog_search_pairs``). A key Atrium keeps nothing under is refused, naming it.
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
@@ -13,6 +15,7 @@ from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.drain import closing
 from graph.http_output import vary_header
 from graph.logs import flush_logs
 from graph.metrics import Metrics
@@ -27,6 +30,7 @@ from loaders.cache import Caches
 from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
 from sources.errors import MigrationError
+from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
 from ssr import Console, console_not_found, console_routes
 from ssr.assets import BuildFiles
@@ -40,8 +44,12 @@ class AtriumApp(Starlette):
     """Starlette, with ``/graphql`` over HTTP answered before Starlette's routing and
     middleware: it is the hot path, and it handles its own errors (``graph.view``)."""
 
+    services: Services  # set by create_app
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if self.services.draining:  # clients connect again, to another replica
+                send = closing(send)
             path: str = scope["path"]
             root: str = scope.get("root_path", "")
             if root and path.startswith(root):
@@ -86,7 +94,7 @@ def create_app(
             services.caches.subscribers.append(services.responses)
         services.caches.subscribers.append(services.tokens)
         services.caches.subscribers.append(services.changes)
-        services.caches.start()
+        await services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
             services.console = Console.load(settings.console_dir, assembly.panels)
@@ -132,6 +140,7 @@ def create_app(
         exception_handlers={404: console_not_found},
     )
     app.state.services = services
+    app.services = services
     return app
 
 
@@ -169,9 +178,14 @@ def _caches(settings: Settings) -> Caches:
 
 
 async def _repeat(job: BackgroundJob, services: Services) -> None:
+    """Run a job every interval on one replica: each round, the replica that claims the job
+    (``sources.jobs``) runs it, and the others wait for the next round."""
+    holder = f"{socket.gethostname()}:{os.getpid()}"
     while True:
         try:
-            await job.run(services)
+            if await claim_run(services.database, job.name, job.interval, holder):
+                services.metrics.job_runs.labels(job.name).inc()
+                await job.run(services)
         except asyncio.CancelledError:
             raise
         except Exception:
@@ -185,6 +199,8 @@ async def _healthz(request: Request) -> Response:
 
 async def _readyz(request: Request) -> Response:
     services: Services = request.app.state.services
+    if services.draining:  # stopping: balancers must send nothing new here
+        return JSONResponse({"replica": "draining"}, status_code=503)
     checks: dict[str, str] = {}
     db = services.db
     if db is None or not await db.ping():

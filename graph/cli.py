@@ -183,9 +183,11 @@ def _start_demos(settings: Settings, stack: contextlib.ExitStack) -> None:
 
 
 def _run_server(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or Ctrl+C. Each worker drains at SIGTERM (``graph.drain``):
+    readiness 503 at once, serving on for ATRIUM_SHUTDOWN_GRACE seconds, then a graceful stop."""
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
+    from graph.drain import Supervisor
     from graph.logs import flush_logs
 
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
@@ -201,7 +203,7 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
         print(f"atrium: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     config = uvicorn.Config(
-        "graph.app:app_from_environment", factory=True, workers=args.workers, **uvicorn_options()
+        "graph.drain:served_app", factory=True, workers=args.workers, **uvicorn_options()
     )
     flush_logs()  # what the start-up logged comes before the line that says it is done
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -214,7 +216,7 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers == 1:
         uvicorn.Server(config).run(sockets=[sock])
     else:
-        Multiprocess(config, sockets=[sock]).run()
+        Supervisor(config, sockets=[sock]).run()
     return 0
 
 

@@ -47,6 +47,9 @@ class Services:
     vary: tuple[bytes, bytes] = (b"vary", b"Accept, Authorization")  # set by create_app
     provided: ServiceDirectory | None = None  # set by create_app
     changes: ChangeFeed = field(default_factory=ChangeFeed)
+    # Set when the replica is stopping (graph.drain): /readyz answers 503 so that balancers
+    # take it out, and answers close their connections; it goes on serving meanwhile.
+    draining: bool = False
 
     @property
     def database(self) -> Database:

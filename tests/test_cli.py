@@ -101,6 +101,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
+    env["ATRIUM_SHUTDOWN_GRACE"] = "0"  # no balancer to leave: SIGTERM stops it at once
     process = subprocess.Popen(
         [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
         cwd=tmp_path,

@@ -126,6 +126,8 @@ def _environment(
             "ATRIUM_DEPLOYMENTS_CHECK_INTERVAL": "0.2",
             # Pages wait for every panel: a test asserts what the page holds, not how fast.
             "ATRIUM_SSR_PANEL_BUDGET": "5",
+            # No balancer to leave: SIGTERM stops it at once.
+            "ATRIUM_SHUTDOWN_GRACE": "0",
         }
         | (extra or {})
     )

@@ -24,6 +24,7 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
+from graph.signin import connect_identity, sign_in_routes
 from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
@@ -103,6 +104,9 @@ def create_app(
                 await trust(services.db, services.console.documents)
             # Plugins' lifespans start after the database and stop before it; jobs run inside.
             async with contextlib.AsyncExitStack() as plugin_lifespans:
+                services.identity = await plugin_lifespans.enter_async_context(
+                    connect_identity(services)
+                )
                 for plugin_id, factory in assembly.lifespans:
                     services.extras[plugin_id] = await plugin_lifespans.enter_async_context(
                         factory(services)
@@ -130,6 +134,7 @@ def create_app(
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
+            *sign_in_routes(settings),
             *(
                 Route(path, endpoint, methods=list(methods))
                 for path, methods, endpoint in assembly.routes

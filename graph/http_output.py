@@ -112,10 +112,11 @@ def error_outcome(exc: HTTPError) -> Outcome:
 
 def vary_header(settings: Settings) -> tuple[bytes, bytes]:
     """What a cacheable answer varies with: the media type, and whatever says who is asking
-    (a token, the trusted proxy's user header, and in development the demo user's cookie), so
-    a browser never shows one person's private answer to the next."""
+    (a token, the trusted proxy's user header, and the cookies of a signed-in person's session
+    or, in development, of the demo user), so a browser never shows one person's private
+    answer to the next, nor a signed-in person's page to a visitor."""
     names = ["Accept", "Authorization", settings.user_header]
-    if not settings.production:
+    if not settings.production or settings.oidc_issuer:
         names.append("Cookie")
     return (b"vary", ", ".join(names).encode("latin-1"))
 

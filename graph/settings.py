@@ -196,6 +196,33 @@ class Settings(BaseSettings):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _sign_in_complete(self) -> Settings:
+        """Sign-in needs its client and where browsers come back to; bearer JWTs need the
+        issuer. Half a configuration is refused at start, not found out at the first sign-in."""
+        if self.oidc_issuer is None:
+            if self.oidc_client_id or self.oidc_audience:
+                raise ValueError("oidc_client_id and oidc_audience need oidc_issuer")
+            return self
+        if not self.oidc_issuer.startswith(("https://", "http://")):
+            raise ValueError("oidc_issuer must be the issuer's URL (https://...)")
+        if not self.oidc_client_id:
+            if not self.oidc_audience:
+                raise ValueError(
+                    "oidc_issuer is set but neither oidc_client_id (sign-in) nor oidc_audience "
+                    "(the provider's access tokens) is"
+                )
+            return self
+        if not self.public_url or not self.public_url.startswith(("https://", "http://")):
+            raise ValueError(
+                "sign-in needs public_url, where browsers reach Atrium (https://...): the "
+                "redirect URI is {public_url}/auth/callback"
+            )
+        secret = self.oidc_client_secret.get_secret_value() if self.oidc_client_secret else ""
+        if not secret or (self.production and secret.strip().lower() in _PLACEHOLDERS):
+            raise ValueError("oidc_client_secret is missing or a placeholder")
+        return self
+
     @property
     def catalog_fetch(self) -> FetchPolicy:
         """What catalog imports may read over HTTP."""

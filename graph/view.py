@@ -4,7 +4,7 @@
 step                       module                what
 =========================  ====================  ==========================================
 read the request           graph.http_input      media type, CSRF, GET parameters or body
-who is asking              graph.authz           API token, trusted proxy, or anonymous
+who is asking              graph.authz           token, trusted proxy, session, anonymous
 for each operation:
   which document           graph.persisted       APQ hashes, trusted documents
   a kept answer?           loaders.responses     by document, variables and viewer
@@ -119,9 +119,12 @@ async def _answer(
         )
     client = scope.get("client")
     host = client[0] if client else None
-    viewer = viewer_without_token(headers, host, settings)
+    identity = services.identity
+    viewer = viewer_without_token(
+        headers, host, settings, identity.sessions if identity is not None else None
+    )
     if viewer is None:
-        viewer = await _token_viewer(services, headers, host)
+        viewer = await _verified_viewer(services, headers, host)
     if not viewer.scopes:
         raise HTTPError(
             401,
@@ -139,7 +142,7 @@ async def _answer(
     return Outcome(200, b"[" + b",".join(o.body for o in outcomes) + b"]", label)
 
 
-async def _token_viewer(
+async def _verified_viewer(
     services: Services, headers: dict[bytes, bytes], host: str | None
 ) -> Viewer:
     try:

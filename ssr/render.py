@@ -24,7 +24,6 @@ from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from graph.authz import viewer_of
 from graph.http_input import HTTPError
 from graph.services import Services
 from graph.view import run_in_process
@@ -118,13 +117,7 @@ async def _respond(request: Request, page: Page) -> Response:
         )
     client = request.client.host if request.client else None
     try:
-        viewer = await viewer_of(
-            dict(request.scope["headers"]),
-            client,
-            services.settings,
-            services.database,
-            services.tokens,
-        )
+        viewer = await services.viewer_of(dict(request.scope["headers"]), client)
     except NotAuthenticated as exc:
         return PlainTextResponse(str(exc), 401, {"WWW-Authenticate": "Bearer"})
 

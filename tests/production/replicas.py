@@ -98,18 +98,24 @@ class Fleet:
     """Replicas, HAProxy in front of them, and what the tests send through it."""
 
     replicas: list[Replica]
-    proxy: HAProxy
     token: str
+    proxy: HAProxy | None = None
     http: httpx.AsyncClient = field(default_factory=lambda: httpx.AsyncClient(timeout=30))
 
     def __getitem__(self, name: str) -> Replica:
         return next(r for r in self.replicas if r.name == name)
 
+    @property
+    def front(self) -> str:
+        """Where clients reach the replicas: HAProxy."""
+        assert self.proxy is not None, "no HAProxy in front"
+        return self.proxy.base
+
     async def entity(self, ref: str, base: str | None = None) -> httpx.Response:
         """A persisted GET of the entity, as the console sends it (by hash)."""
         extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(ENTITY)}}
         return await self.http.get(
-            f"{base or self.proxy.base}/graphql",
+            f"{base or self.front}/graphql",
             params={"extensions": json.dumps(extensions), "variables": json.dumps({"ref": ref})},
             headers={"apollo-require-preflight": "true", "accept": "application/json"},
         )
@@ -122,7 +128,7 @@ class Fleet:
 
     async def apply(self, yaml: str, base: str | None = None) -> httpx.Response:
         return await self.http.post(
-            f"{base or self.proxy.base}/graphql",
+            f"{base or self.front}/graphql",
             json={"query": APPLY, "variables": {"yaml": yaml}},
             headers={"authorization": f"Bearer {self.token}", "accept": "application/json"},
         )
@@ -143,7 +149,7 @@ class Fleet:
         ).encode()
         signature = hmac.new(WEBHOOK_SECRET.encode(), body, hashlib.sha256).hexdigest()
         return await self.http.post(
-            f"{base or self.proxy.base}/hooks/deployments",
+            f"{base or self.front}/hooks/deployments",
             content=body,
             headers={
                 "content-type": "application/json",
@@ -153,7 +159,7 @@ class Fleet:
         )
 
     def ws(self, base: str | None = None) -> str:
-        return (base or self.proxy.base).replace("http://", "ws://") + "/graphql"
+        return (base or self.front).replace("http://", "ws://") + "/graphql"
 
 
 @contextlib.asynccontextmanager
@@ -173,7 +179,7 @@ async def fleet(
         async with haproxy(free_port(), servers) as proxy:
             for replica in replicas:
                 await proxy.until(replica.name, "UP")
-            fleet = Fleet(replicas, proxy, token)
+            fleet = Fleet(replicas, token, proxy)
             try:
                 yield fleet
             finally:

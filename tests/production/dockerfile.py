@@ -11,6 +11,7 @@ import os
 import re
 import shlex
 import shutil
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 
@@ -188,24 +189,55 @@ def context_files(source: str) -> list[str]:
     return sorted(found)
 
 
-def replay_copies(stage: Stage, into: Path) -> list[str]:
-    """Do the stage's COPY lines from the context (not those from other stages) into a
-    directory standing for its WORKDIR; returns the files copied, relative to it."""
-    copied = []
-    for copy in stage.copies():
-        if copy.stage is not None:
-            continue
-        assert not copy.dest.startswith("/"), f"COPY to {copy.dest}: relative to WORKDIR"
-        assert copy.dest.endswith("/"), f"COPY to {copy.dest}: a directory, ending in /"
-        for source in copy.sources:
-            files = context_files(source)
-            assert files, f"COPY {source}: the context has nothing there"
-            directory = (ROOT / source).is_dir()
-            for relative in files:
-                path = PurePosixPath(relative)
-                inside = path.relative_to(source.rstrip("/")) if directory else path.name
-                target = into / copy.dest / inside
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(ROOT / relative, target)
-                copied.append(str(PurePosixPath(copy.dest) / inside))
-    return copied
+def inside(root: Path, workdir: str, path: str) -> Path:
+    """Where a path of a stage's filesystem (absolute, or relative to its WORKDIR then) lies in
+    ``root``, the directory standing for that filesystem."""
+    return root / PurePosixPath("/", workdir, path).relative_to("/")
+
+
+def _copy_tree(source: Path, dest: Path) -> None:
+    if source.is_dir():
+        shutil.copytree(source, dest, dirs_exist_ok=True)
+    else:
+        dest.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(source, dest / source.name)
+
+
+def replay(
+    stage: Stage, root: Path, roots: dict[str, Path], built: Callable[[str], None]
+) -> Iterator[tuple[Path, list[str]]]:
+    """Do a stage's WORKDIR and COPY lines, in order, into ``root`` (standing for its
+    filesystem): from the context as .dockerignore filters it, or (--from) out of another
+    stage's root in ``roots``, once ``built`` has waited for that stage. Yield each script the
+    stage runs (``sh SCRIPT ARGS``), as the directory it runs in and its words, paths mapped
+    into ``root``, for the caller to run. Other RUN lines (users, clean-up) are not run."""
+    workdir = "/"
+    for keyword, rest in stage.instructions:
+        if keyword == "WORKDIR":
+            workdir = rest
+            inside(root, workdir, ".").mkdir(parents=True, exist_ok=True)
+        elif keyword == "COPY":
+            [step] = Stage(stage.name, stage.base, [(keyword, rest)]).copies()
+            assert step.dest.endswith("/"), f"COPY to {step.dest}: a directory, ending in /"
+            dest = inside(root, workdir, step.dest)
+            for source in step.sources:
+                if step.stage is not None:
+                    built(step.stage)
+                    _copy_tree(inside(roots[step.stage], "/", source), dest)
+                    continue
+                files = context_files(source)
+                assert files, f"COPY {source}: the context has nothing there"
+                for relative in files:
+                    path = PurePosixPath(relative)
+                    under = (
+                        path.relative_to(source.rstrip("/"))
+                        if (ROOT / source).is_dir()
+                        else path.name
+                    )
+                    (dest / under).parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copy2(ROOT / relative, dest / under)
+        elif keyword == "RUN":
+            for words in Stage(stage.name, stage.base, [(keyword, rest)]).runs():
+                if words[:1] == ["sh"]:
+                    mapped = [str(inside(root, "/", w)) if w.startswith("/") else w for w in words]
+                    yield inside(root, workdir, "."), mapped

@@ -5,10 +5,10 @@ from __future__ import annotations
 import asyncio
 import logging
 
-import asyncpg
 import pytest
 
 from sources.db import Database
+from sources.errors import DatabaseUnavailable
 
 
 async def test_closing_waits_for_work_in_hand_then_gives_up_on_it(
@@ -25,7 +25,7 @@ async def test_closing_waits_for_work_in_hand_then_gives_up_on_it(
         # The bound only catches a close that never returns; the grace is what is tested.
         await asyncio.wait_for(db.close(grace=1.0), timeout=60)
     assert await quick == 1
-    with pytest.raises((asyncpg.InterfaceError, asyncpg.ConnectionDoesNotExistError, OSError)):
+    with pytest.raises(DatabaseUnavailable):
         await asyncio.wait_for(stuck, timeout=60)
     assert db.pool.is_closing()
     assert "still busy" in caplog.text

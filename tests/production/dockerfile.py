@@ -52,25 +52,10 @@ class Stage:
         return found
 
     def copies(self) -> list[Copy]:
-        found = []
-        for rest in self.all("COPY"):
-            words = shlex.split(rest)
-            flags = dict(w[2:].split("=", 1) for w in words if w.startswith("--"))
-            paths = [w for w in words if not w.startswith("--")]
-            found.append(Copy(paths[:-1], paths[-1], flags.get("from")))
-        return found
+        return [_copy(rest) for rest in self.all("COPY")]
 
     def runs(self) -> list[list[str]]:
-        """Each RUN as the commands it chains with ``&&``, each command's words, with leading
-        VAR=value assignments left out."""
-        commands = []
-        for rest in self.all("RUN"):
-            for command in rest.split("&&"):
-                words = shlex.split(command)
-                while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
-                    words.pop(0)
-                commands.append(words)
-        return commands
+        return [words for rest in self.all("RUN") for words in _commands(rest)]
 
     def workdir(self) -> str:
         return self.last("WORKDIR")
@@ -93,6 +78,25 @@ class Copy:
     sources: list[str]
     dest: str
     stage: str | None  # --from
+
+
+def _copy(rest: str) -> Copy:
+    words = shlex.split(rest)
+    flags = dict(w[2:].split("=", 1) for w in words if w.startswith("--"))
+    paths = [w for w in words if not w.startswith("--")]
+    return Copy(paths[:-1], paths[-1], flags.get("from"))
+
+
+def _commands(rest: str) -> list[list[str]]:
+    """A RUN line as the commands it chains with ``&&``, each command's words, leading
+    VAR=value assignments left out."""
+    commands = []
+    for command in rest.split("&&"):
+        words = shlex.split(command)
+        while words and re.fullmatch(r"[A-Z_][A-Z0-9_]*=\S*", words[0]):
+            words.pop(0)
+        commands.append(words)
+    return commands
 
 
 def stages(path: Path = DOCKERFILE) -> dict[str, Stage]:
@@ -128,7 +132,7 @@ def _instructions(text: str) -> list[tuple[str, str]]:
     return found
 
 
-def _patterns() -> list[tuple[bool, list[str]]]:
+def _patterns() -> list[tuple[bool, tuple[str, ...]]]:
     """(excludes, segments) for each line of .dockerignore."""
     found = []
     for line in DOCKERIGNORE.read_text().splitlines():
@@ -158,18 +162,19 @@ def ignored(relative: str) -> bool:
     excluded = False
     for excludes, pattern in _patterns():
         # A pattern naming a directory takes what is under it.
-        if any(_matches(tuple(pattern), parts[:n]) for n in range(1, len(parts) + 1)):
+        if any(_matches(pattern, parts[:n]) for n in range(1, len(parts) + 1)):
             excluded = excludes
     return excluded
 
 
 def _walked(directory: str) -> bool:
+    """Whether anything under a directory may reach the builder: it is not ignored, or a "!"
+    line could take back something under it."""
     if not ignored(directory):
         return True
     parts = PurePosixPath(directory).parts
     return any(
-        not excludes and _matches(tuple(pattern[: len(parts)]), parts)
-        for excludes, pattern in _patterns()
+        not excludes and _matches(pattern[: len(parts)], parts) for excludes, pattern in _patterns()
     )
 
 
@@ -195,14 +200,6 @@ def inside(root: Path, workdir: str, path: str) -> Path:
     return root / PurePosixPath("/", workdir, path).relative_to("/")
 
 
-def _copy_tree(source: Path, dest: Path) -> None:
-    if source.is_dir():
-        shutil.copytree(source, dest, dirs_exist_ok=True)
-    else:
-        dest.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(source, dest / source.name)
-
-
 def replay(
     stage: Stage, root: Path, roots: dict[str, Path], built: Callable[[str], None]
 ) -> Iterator[tuple[Path, list[str]]]:
@@ -217,13 +214,15 @@ def replay(
             workdir = rest
             inside(root, workdir, ".").mkdir(parents=True, exist_ok=True)
         elif keyword == "COPY":
-            [step] = Stage(stage.name, stage.base, [(keyword, rest)]).copies()
+            step = _copy(rest)
             assert step.dest.endswith("/"), f"COPY to {step.dest}: a directory, ending in /"
             dest = inside(root, workdir, step.dest)
             for source in step.sources:
                 if step.stage is not None:
                     built(step.stage)
-                    _copy_tree(inside(roots[step.stage], "/", source), dest)
+                    shutil.copytree(
+                        inside(roots[step.stage], "/", source), dest, dirs_exist_ok=True
+                    )
                     continue
                 files = context_files(source)
                 assert files, f"COPY {source}: the context has nothing there"
@@ -237,7 +236,7 @@ def replay(
                     (dest / under).parent.mkdir(parents=True, exist_ok=True)
                     shutil.copy2(ROOT / relative, dest / under)
         elif keyword == "RUN":
-            for words in Stage(stage.name, stage.base, [(keyword, rest)]).runs():
+            for words in _commands(rest):
                 if words[:1] == ["sh"]:
                     mapped = [str(inside(root, "/", w)) if w.startswith("/") else w for w in words]
                     yield inside(root, workdir, "."), mapped

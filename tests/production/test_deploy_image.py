@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shutil
+import socket
 import subprocess
 import sys
 import uuid
 import zipfile
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -42,18 +44,45 @@ spec: {type: service, lifecycle: production, owner: group:harbour-team}
 
 @dataclass(frozen=True)
 class Image:
+    stages: dict[str, dockerfile.Stage]
     roots: dict[str, Path]  # each stage's filesystem
-    env: dict[str, str]  # the runtime's environment: the image's ENV, paths mapped
-    workdir: Path  # the runtime's WORKDIR
-    entrypoint: list[str]
-    cmd: list[str]
+
+    def path(self, stage: str, path: str) -> Path:
+        return dockerfile.inside(self.roots[stage], "/", path)
+
+    @property
+    def runtime(self) -> dockerfile.Stage:
+        return self.stages["runtime"]
+
+    @property
+    def env(self) -> dict[str, str]:
+        """The runtime's environment: the image's ENV, its paths mapped, over this process's
+        own (for what a container has too: HOME, locale)."""
+        mapped = {
+            key: ":".join(self._mapped(part) for part in value.split(":"))
+            for key, value in self.runtime.env().items()
+        }
+        return _outside_this_checkout() | mapped
+
+    def _mapped(self, part: str) -> str:
+        if part == "$PATH":
+            return os.environ["PATH"]
+        return str(self.path("runtime", part)) if part.startswith("/") else part
+
+    @property
+    def workdir(self) -> Path:
+        return self.path("runtime", self.runtime.workdir())
 
     @property
     def venv(self) -> Path:
-        return dockerfile.inside(self.roots["runtime"], "/", "/opt/atrium/venv")
+        """Where the runtime's step installs Atrium (install-wheel.sh's first argument)."""
+        _, (venv, *_) = dockerfile.build_step(self.runtime)
+        return self.path("runtime", venv)
 
     def wheel(self) -> Path:
-        [wheel] = (self.roots["wheel"] / "wheels").glob("atrium-*.whl")
+        """What the wheel stage's step made (build-wheel.sh's second argument)."""
+        _, (_, out) = dockerfile.build_step(self.stages["wheel"])
+        [wheel] = self.path("wheel", out).glob("atrium-*.whl")
         return wheel
 
 
@@ -64,19 +93,8 @@ def _outside_this_checkout() -> dict[str, str]:
     return {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("ATRIUM_")}
 
 
-def _run(cwd: Path, words: list[str], env: dict[str, str]) -> subprocess.Popen[str]:
-    return subprocess.Popen(
-        words, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-    )
-
-
-def _finished(process: subprocess.Popen[str], what: str) -> None:
-    output, _ = process.communicate(timeout=BUILD_TIMEOUT)
-    assert process.returncode == 0, f"{what} failed:\n{output[-4000:]}"
-
-
 @pytest.fixture(scope="module")
-def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
+def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
     """The three stages, the console's build running beside the others."""
     base = tmp_path_factory.mktemp("image")
     stages = dockerfile.stages()
@@ -87,38 +105,36 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Image]:
 
     def built(name: str) -> None:
         for process in running[name]:
-            _finished(process, f"the {name} stage")
+            output, _ = process.communicate(timeout=BUILD_TIMEOUT)
+            assert process.returncode == 0, f"the {name} stage failed:\n{output[-4000:]}"
 
-    for name, stage in stages.items():
-        for cwd, words in dockerfile.replay(stage, roots[name], roots, built):
-            running[name].append(_run(cwd, words, env))
-            if name != "console":  # the console builds while the others go on
-                built(name)
-    built("console")
-    runtime = stages["runtime"]
-    mapped = {
-        key: ":".join(
-            os.environ["PATH"]
-            if part == "$PATH"
-            else str(dockerfile.inside(roots["runtime"], "/", part))
-            if part.startswith("/")
-            else part
-            for part in value.split(":")
-        )
-        for key, value in runtime.env().items()
-    }
-    yield Image(
-        roots,
-        _outside_this_checkout() | mapped,
-        dockerfile.inside(roots["runtime"], "/", runtime.workdir()),
-        runtime.exec_form("ENTRYPOINT"),
-        runtime.exec_form("CMD"),
-    )
+    try:
+        for name, stage in stages.items():
+            for cwd, words in dockerfile.replay(stage, roots[name], roots, built):
+                running[name].append(
+                    subprocess.Popen(
+                        words,
+                        cwd=cwd,
+                        env=env,
+                        stdout=subprocess.PIPE,
+                        stderr=subprocess.STDOUT,
+                        text=True,
+                    )
+                )
+                if name != "console":  # the console builds while the others go on
+                    built(name)
+        built("console")
+    finally:
+        for process in (p for processes in running.values() for p in processes):
+            if process.poll() is None:  # a stage failed while another was building
+                process.kill()
+                process.wait()
+    return Image(stages, roots)
 
 
 def test_the_wheel_carries_every_file_of_atriums_packages(image: Image) -> None:
     """Migrations, templates, CRDs: whatever lies in a package is read at run time."""
-    source = image.roots["wheel"] / "src"
+    source = image.path("wheel", image.stages["wheel"].workdir())
     packages = [p for p in source.iterdir() if (p / "__init__.py").is_file()]
     assert {p.name for p in packages} >= {"graph", "plugins", "ssr", "migrations"}
     expected = {
@@ -146,6 +162,8 @@ def test_the_installed_atrium_is_the_wheels_alone(image: Image) -> None:
     site = image.venv / "lib"
     assert all(Path(p).is_relative_to(site) for p in shown), shown
     assert not any(Path(p).is_relative_to(ROOT) for p in shown), shown
+    [command] = image.runtime.exec_form("ENTRYPOINT")
+    assert shutil.which(command, path=image.env["PATH"]) == str(image.venv / "bin" / command)
     console = Path(image.env["ATRIUM_WEB_DIR"])
     assert (console / ".vite" / "manifest.json").is_file()
     assert (console / "persisted-query-manifest.json").is_file()
@@ -163,7 +181,7 @@ async def empty_database(pg_admin_url: str) -> AsyncIterator[str]:
 
 async def _atrium(image: Image, env: dict[str, str], *args: str) -> str:
     process = await asyncio.create_subprocess_exec(
-        *image.entrypoint,
+        *image.runtime.exec_form("ENTRYPOINT"),
         *args,
         cwd=image.workdir,
         env=env,
@@ -180,8 +198,6 @@ def _files(root: Path) -> set[str]:
 
 
 def _free_port() -> int:
-    import socket
-
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
@@ -221,12 +237,17 @@ async def _serving(
     """The image's command on a free local port instead of 0.0.0.0:8000, until it is ready;
     stopped as Kubernetes stops it (SIGTERM), which it must answer by exiting 0."""
     port = _free_port()
-    command = list(image.cmd)
+    command = image.runtime.exec_form("CMD")
     command[command.index("--host") + 1] = "127.0.0.1"
     command[command.index("--port") + 1] = str(port)
     with log.open("wb") as output:
         server = await asyncio.create_subprocess_exec(
-            *image.entrypoint, *command, cwd=image.workdir, env=env, stdout=output, stderr=output
+            *image.runtime.exec_form("ENTRYPOINT"),
+            *command,
+            cwd=image.workdir,
+            env=env,
+            stdout=output,
+            stderr=output,
         )
         try:
             async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=10) as http:
@@ -273,7 +294,8 @@ async def _console_and_persisted_query(http: httpx.AsyncClient, console: Path) -
     assert answer.status_code == 200, answer.text
     entity = answer.json()["data"]["entity"]
     assert entity["title"] == "Lighthouse Service"
-    # A document the console does not have is refused in production.
+    # A document the console does not have is refused: the image runs in production mode.
     refused = await http.post("/graphql", json={"query": '{ entity(ref: "x") { ref } }'})
-    assert "data" not in refused.json() or refused.json()["data"] is None
-    assert refused.json()["errors"], refused.text
+    assert refused.status_code == 400, refused.text
+    [error] = refused.json()["errors"]
+    assert error["extensions"]["code"] == "OPERATION_NOT_TRUSTED"

@@ -30,10 +30,10 @@ from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
-from sources.errors import MigrationError
+from sources.errors import DatabaseUnavailable, MigrationError
 from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
-from ssr import Console, console_not_found, console_routes
+from ssr import Console, console_not_found, console_routes, console_unavailable
 from ssr.assets import BuildFiles
 
 __all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
@@ -83,7 +83,10 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         url = await database_url(settings)
         services.db = await Database.connect(
-            url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
+            url,
+            settings.database_options,
+            min_size=settings.database_pool_min,
+            max_size=settings.database_pool_max,
         )
         services.caches = _caches(settings)
         if settings.response_cache:
@@ -142,7 +145,7 @@ def create_app(
             *console_routes(BuildFiles(settings.console_dir)),
         ],
         lifespan=lifespan,
-        exception_handlers={404: console_not_found},
+        exception_handlers={404: console_not_found, DatabaseUnavailable: console_unavailable},
     )
     app.state.services = services
     app.services = services
@@ -193,6 +196,8 @@ async def _repeat(job: BackgroundJob, services: Services) -> None:
                 await job.run(services)
         except asyncio.CancelledError:
             raise
+        except DatabaseUnavailable as exc:  # said once by sources.db; the next run tries again
+            log.info("background job skipped: %s", exc, extra={"job": job.name})
         except Exception:
             log.exception("background job failed", extra={"job": job.name})
         await asyncio.sleep(job.interval)

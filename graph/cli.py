@@ -262,7 +262,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
 
     async def run() -> int:
         url = await prepare(settings, demo=False)
-        db = await Database.connect(url, min_size=1, max_size=2)
+        db = await Database.connect(url, settings.database_options, min_size=1, max_size=2)
         try:
             batch = await asyncio.to_thread(read_paths, args.paths, settings.catalog_fetch)
             result = await apply_batch(db, batch)

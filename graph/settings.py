@@ -17,6 +17,7 @@ from pydantic_settings import (
 )
 
 from sources.catalog.placeholders import FetchPolicy
+from sources.db import DatabaseOptions
 
 __all__ = ["DatabasePooling", "LdapPreset", "Mode", "Settings"]
 
@@ -60,6 +61,12 @@ class Settings(BaseSettings):
     # nothing that needs a session (prepared statements, session advisory locks, startup
     # parameters) is used. See the README's "Running in production".
     database_pooling: DatabasePooling = DatabasePooling.SESSION
+    # Seconds to open a connection to PostgreSQL or wait for a free one; past it a request
+    # answers 503 (UNAVAILABLE) instead of waiting for a database that is not there.
+    database_timeout: float = Field(default=5.0, gt=0, le=300)
+    # Seconds a statement may run before it is cancelled (the request then answers 503). Raise
+    # it for `atrium migrate` or an import that needs longer.
+    database_statement_timeout: float = Field(default=60.0, gt=0)
     data_dir: Path = Path(".atrium")
     # Plugin ids (entry-point names) that must not be loaded.
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -230,6 +237,15 @@ class Settings(BaseSettings):
             hosts=frozenset(self.catalog_fetch_hosts),
             timeout=self.catalog_fetch_timeout,
             max_bytes=self.catalog_fetch_max_bytes,
+        )
+
+    @property
+    def database_options(self) -> DatabaseOptions:
+        """How to reach PostgreSQL."""
+        return DatabaseOptions(
+            transaction_pooling=self.database_pooling is DatabasePooling.TRANSACTION,
+            timeout=self.database_timeout,
+            statement_timeout=self.database_statement_timeout,
         )
 
     @property

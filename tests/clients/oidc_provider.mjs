@@ -42,6 +42,14 @@ function titleCase(login) {
     .join(" ");
 }
 
+// A picture as providers give them: a URL of an image (here a data: URL, so that a browser
+// shows it without a network).
+function pictureOf(login) {
+  const hue = [...login].reduce((sum, c) => sum + c.charCodeAt(0), 0) % 360;
+  const svg = `<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 40 40"><rect width="40" height="40" fill="hsl(${hue} 55% 45%)"/><circle cx="20" cy="16" r="7" fill="#fff"/><path d="M7 38c2-9 7-12 13-12s11 3 13 12z" fill="#fff"/></svg>`;
+  return `data:image/svg+xml,${encodeURIComponent(svg)}`;
+}
+
 function claimsOf(login) {
   const email = login.includes("@") ? login : `${login}@junipermarket.example`;
   return {
@@ -50,7 +58,7 @@ function claimsOf(login) {
     email,
     email_verified: true,
     name: titleCase(login),
-    picture: `https://pictures.example/${encodeURIComponent(login)}.png`,
+    picture: pictureOf(login),
   };
 }
 

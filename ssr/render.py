@@ -197,7 +197,8 @@ async def _respond(request: Request, page: Page) -> Response:
         assets={"entry": assets.entry, "icon": "/assets/logo.svg"},
         route=page.route,
         viewer=viewer,
-        viewer_info=about["viewer"] | {"demoUsers": about.get("demoUsers")},
+        viewer_info=about["viewer"]
+        | {"demoUsers": about.get("demoUsers"), "signIn": about["signIn"]},
         ref=page.ref,
         status=status,
         request_path=request.url.path,

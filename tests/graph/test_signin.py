@@ -4,8 +4,11 @@ and every way a sign-in can be tampered with refused with a page that says why."
 
 from __future__ import annotations
 
+import asyncio
+import json
 import re
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode, urlsplit
 
@@ -126,14 +129,27 @@ async def test_a_person_signs_in_lands_where_they_asked_and_signs_out(
     assert confirmed.headers["location"].startswith(PUBLIC)
 
 
-async def test_a_session_survives_a_restart_and_works_on_another_replica(
-    make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient
+async def test_a_session_works_on_every_replica_and_ends_on_all_at_once(
+    make_client: AppFactory,
+    provider: Provider,
+    browser: httpx.AsyncClient,
+    redis_url: str,
+    cache_prefix: str,
 ) -> None:
-    first = await atrium(make_client, provider)
+    shared = {"redis_url": redis_url, "cache_prefix": cache_prefix}
+    first = await atrium(make_client, provider, **shared)
     await sign_in(first, browser, "priya.raman")
-    second: Client = await make_client(**provider.settings(PUBLIC))
-    second.cookies = first.cookies
-    assert (await viewer(second))["ref"] == "user:default/priya.raman"
+    second: Client = await make_client(**provider.settings(PUBLIC), **shared)
+    second.cookies = httpx.Cookies(first.cookies)
+    assert (await viewer(second))["ref"] == "user:default/priya.raman"  # now kept in process
+
+    assert (await first.post("/auth/logout", headers={"origin": PUBLIC})).status_code == 303
+    # The other replica hears of it on the caches' channel, and forgets the session.
+    for _ in range(100):
+        if (await viewer(second))["ref"] is None:
+            break
+        await asyncio.sleep(0.02)
+    assert (await viewer(second))["ref"] is None
 
 
 async def test_a_person_the_directory_does_not_know_may_read_not_change(
@@ -335,3 +351,73 @@ async def test_production_cookies_are_secure_and_host_only(
     assert all(f in cookie for f in ("HttpOnly", "Path=/", "SameSite=lax", "Secure"))
     assert "Domain" not in cookie
     assert urlsplit(landed.headers["location"]).path == "/"
+
+
+async def sign_in_with_secure_cookies(
+    client: Client, browser: httpx.AsyncClient, login: str
+) -> str:
+    """A sign-in in production, where cookies are Secure (httpx keeps them off plain HTTP, a
+    browser on 127.0.0.1 does not): the session cookie's value."""
+    started = await start(client)
+    binding = started.cookies["__Host-atrium_signin"]
+    back = await log_in_at_provider(browser, started.headers["location"], login)
+    landed = await client.get(back, headers={"cookie": f"__Host-atrium_signin={binding}"})
+    assert landed.status_code == 303, landed.text
+    return str(landed.cookies["__Host-atrium_session"])
+
+
+async def test_pages_and_answers_are_kept_per_person(
+    make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient, tmp_path: Path
+) -> None:
+    """The page cache, the response cache and browsers' caches never hand a signed-in
+    person's page or answer to a visitor or to someone else, nor a visitor's to them."""
+    from tests.ssr.test_pages import _build, _plugins
+
+    build = _build(tmp_path)
+    client = await atrium(
+        make_client, provider, mode="production", plugins=_plugins(), web_dir=build
+    )
+    amelia = await sign_in_with_secure_cookies(client, browser, "amelia.chen")
+    browser.cookies.clear()
+    priya = await sign_in_with_secure_cookies(client, browser, "priya.raman")
+
+    def as_(session: str | None) -> dict[str, str]:
+        return {"cookie": f"__Host-atrium_session={session}"} if session else {}
+
+    visitor = await client.get("/")
+    assert "Sign in" in visitor.text and "Sign out" not in visitor.text
+    first = await client.get("/", headers=as_(amelia) | {"if-none-match": visitor.headers["etag"]})
+    assert first.status_code == 200
+    assert "Amelia Chen" in first.text and "Sign out" in first.text
+    assert first.headers["cache-control"] == "private, no-cache"
+    assert "Cookie" in first.headers["vary"]
+    again = await client.get("/", headers={"if-none-match": first.headers["etag"]})
+    assert again.status_code == 200 and "Amelia Chen" not in again.text
+    assert again.headers["etag"] == visitor.headers["etag"]
+    other = await client.get("/", headers=as_(priya) | {"if-none-match": first.headers["etag"]})
+    assert other.status_code == 200
+    assert "Priya Raman" in other.text and "Amelia Chen" not in other.text
+
+    # The API's kept answers (private, a minute): the catalog's viewer, one person after another.
+    manifest = json.loads((build / "persisted-query-manifest.json").read_text())
+    mine = next(op["body"] for op in manifest["operations"] if op["name"] == "CatalogViewer")
+    for session, expected in (
+        (amelia, "user:default/amelia.chen"),
+        (None, None),
+        (priya, "user:default/priya.raman"),
+        (amelia, "user:default/amelia.chen"),
+        (None, None),
+    ):
+        answer = await client.persisted_get(mine, headers=as_(session))
+        assert answer.json()["data"]["viewer"]["ref"] == expected
+        assert answer.headers["cache-control"] == "max-age=60, private"
+        assert "Cookie" in answer.headers["vary"]
+
+
+def test_answers_vary_with_the_cookie_wherever_people_sign_in(provider: Provider) -> None:
+    from graph.http_output import vary_header
+    from graph.settings import Settings
+
+    signing_in = Settings(mode="production", **provider.settings("https://atrium.example"))
+    assert b"Cookie" in vary_header(signing_in)[1]
+    assert b"Cookie" not in vary_header(Settings(mode="production"))[1]

@@ -16,7 +16,7 @@ from typing import Any
 
 from graph.cli_db import prepare
 from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
-from graph.settings import Settings
+from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
 
 __all__ = ["main", "uvicorn_options"]
 
@@ -203,7 +203,10 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
         print(f"atrium: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     config = uvicorn.Config(
-        "graph.drain:served_app", factory=True, workers=args.workers, **uvicorn_options()
+        "graph.drain:served_app",
+        factory=True,
+        workers=args.workers,
+        **uvicorn_options(settings.keep_alive_timeout),
     )
     flush_logs()  # what the start-up logged comes before the line that says it is done
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -220,15 +223,18 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def uvicorn_options() -> dict[str, Any]:
+def uvicorn_options(keep_alive: int = KEEP_ALIVE_TIMEOUT) -> dict[str, Any]:
     """How every Atrium server runs uvicorn: uvloop's event loop and httptools' HTTP parser
     (the pure-Python fallbacks serve a third as many requests), Atrium's JSON logs instead of
-    uvicorn's, and Atrium's access log (with the GraphQL operation) instead of uvicorn's."""
+    uvicorn's, Atrium's access log (with the GraphQL operation) instead of uvicorn's, and idle
+    keep-alive connections kept ``keep_alive`` seconds (uvicorn's 5 s races a balancer's reuse
+    of its idle connections)."""
     return {
         "loop": "uvloop",
         "http": "httptools",
         "log_config": None,
         "access_log": False,
+        "timeout_keep_alive": keep_alive,
     }
 
 

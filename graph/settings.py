@@ -19,7 +19,7 @@ from pydantic_settings import (
 from sources.catalog.placeholders import FetchPolicy
 from sources.db import DatabaseOptions
 
-__all__ = ["DatabasePooling", "LdapPreset", "Mode", "Settings"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "DatabasePooling", "LdapPreset", "Mode", "Settings"]
 
 
 class Mode(StrEnum):
@@ -40,6 +40,9 @@ class LdapPreset(StrEnum):
     OPENLDAP = "openldap"
     ACTIVE_DIRECTORY = "active-directory"
 
+
+# Seconds idle keep-alive connections stay open unless ATRIUM_KEEP_ALIVE_TIMEOUT says.
+KEEP_ALIVE_TIMEOUT = 75
 
 # Secrets that are examples, not secrets: refused in production.
 _PLACEHOLDERS = {"", "changeme", "change-me", "secret", "password", "admin", "example"}
@@ -112,6 +115,11 @@ class Settings(BaseSettings):
     # Seconds a replica keeps serving after SIGTERM while /readyz says 503, so that the load
     # balancer takes it out before it stops; then in-flight requests finish and it exits.
     shutdown_grace: float = Field(default=10.0, ge=0, le=600)
+    # Seconds an idle keep-alive connection stays open: longer than the load balancer's own
+    # idle timeout (HAProxy keeps idle server connections about 5 s, AWS's ALB 60 s; Google's
+    # balancers 600 s want more), so that the balancer closes an idle connection, never Atrium
+    # just as the balancer sends a request on it (that request would be lost).
+    keep_alive_timeout: int = Field(default=KEEP_ALIVE_TIMEOUT, ge=1)
 
     # The console's build (Vite's manifest, hashed assets, the persisted-query manifest), as
     # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API

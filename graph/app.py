@@ -17,6 +17,7 @@ from starlette.routing import Route, WebSocketRoute
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.drain import closing
 from graph.http_output import vary_header
+from graph.identity import connect_identity
 from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
@@ -24,7 +25,7 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
-from graph.signin import connect_identity, sign_in_routes
+from graph.signin import sign_in_routes
 from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
@@ -108,7 +109,7 @@ def create_app(
             # Plugins' lifespans start after the database and stop before it; jobs run inside.
             async with contextlib.AsyncExitStack() as plugin_lifespans:
                 services.identity = await plugin_lifespans.enter_async_context(
-                    connect_identity(services)
+                    connect_identity(settings, services.db, services.caches)
                 )
                 for plugin_id, factory in assembly.lifespans:
                     services.extras[plugin_id] = await plugin_lifespans.enter_async_context(

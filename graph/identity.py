@@ -8,27 +8,39 @@ forgets the session at once; without Redis, other replicas forget it within ``tt
 ``BearerJwts`` verifies the provider's access tokens (``Authorization: Bearer <JWT>``) and keeps
 each verified one until it expires, so a tool asking often pays the verification once.
 
-``Identity`` holds both, the provider and the session store; the app builds it when
-``oidc_issuer`` is set.
+``Identity`` holds both, the provider and the session store; the lifespan connects it
+(``connect_identity``) when ``oidc_issuer`` is set.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import logging
 import time
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any, Final
 
+import httpx
+
 from graph.settings import Settings
+from loaders.cache import Caches
 from sources.auth import Viewer
-from sources.db import Executor
+from sources.db import Database, Executor
 from sources.errors import NotAuthenticated
 from sources.oidc import OpenIDProvider, ProviderUnavailable, TokenRejected
 from sources.people import group_named, person_named
-from sources.sessions import SessionStore, secret_key
+from sources.sessions import PostgresSessions, RedisSessions, SessionStore, secret_key
 
-__all__ = ["BearerJwts", "Identity", "SessionCache", "read_cookie", "session_viewer"]
+__all__ = [
+    "BearerJwts",
+    "Identity",
+    "SessionCache",
+    "connect_identity",
+    "read_cookie",
+    "session_viewer",
+]
 
 log = logging.getLogger("atrium.identity")
 
@@ -193,3 +205,44 @@ class Identity:
     jwts: BearerJwts | None  # None unless oidc_audience is set
     sign_in_cookie: str
     secure: bool  # cookies marked Secure (everywhere but development)
+
+
+@contextlib.asynccontextmanager
+async def connect_identity(
+    settings: Settings, db: Database, caches: Caches | None
+) -> AsyncIterator[Identity | None]:
+    """The provider's client, the session store (Redis if there is one, else PostgreSQL) and
+    the caches in front of them; None when no issuer is configured."""
+    if not settings.oidc_issuer:
+        yield None
+        return
+    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0), follow_redirects=False) as http:
+        secret = settings.oidc_client_secret
+        provider = OpenIDProvider(
+            settings.oidc_issuer,
+            settings.oidc_client_id or "",
+            secret.get_secret_value() if secret else "",
+            http,
+        )
+        store: SessionStore = (
+            RedisSessions(caches.redis, settings.cache_prefix)
+            if caches is not None and caches.redis is not None
+            else PostgresSessions(db)
+        )
+        secure = settings.production
+        prefix = "__Host-" if secure else ""
+        anonymous = Viewer.anonymous(settings.anonymous_read)
+        sessions = SessionCache(
+            store, f"{prefix}atrium_session".encode(), settings.session_idle_timeout, anonymous
+        )
+        identity = Identity(
+            provider=provider,
+            store=store,
+            sessions=sessions,
+            jwts=BearerJwts(provider, db, settings) if settings.oidc_audience else None,
+            sign_in_cookie=f"{prefix}atrium_signin",
+            secure=secure,
+        )
+        if caches is not None:
+            caches.subscribers.append(sessions)
+        yield identity

@@ -9,7 +9,8 @@ exchanged with ``client_secret_basic``; the ID token is verified (``sources.oidc
 person becomes a session, kept server-side behind an HttpOnly, SameSite=Lax cookie (Secure and
 ``__Host-`` outside development).
 
-Whatever goes wrong is a page that says what and offers to start again, never a 500.
+Whatever goes wrong is a page that says what and offers to start again, never a 500. The
+provider's client and the session store are connected by ``graph.identity.connect_identity``.
 """
 
 from __future__ import annotations
@@ -22,32 +23,22 @@ import logging
 import re
 import secrets
 import time
-from collections.abc import AsyncIterator
 from typing import Any, Final
 from urllib.parse import urlencode, urlsplit
 
-import httpx
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from graph.identity import BearerJwts, Identity, SessionCache, read_cookie
+from graph.identity import Identity, read_cookie
 from graph.services import Services
 from graph.settings import Settings
 from sources.audit import record_audit
-from sources.auth import Viewer
-from sources.oidc import GrantRefused, OpenIDProvider, ProviderUnavailable, TokenRejected
+from sources.oidc import GrantRefused, ProviderUnavailable, TokenRejected
 from sources.people import person_named
-from sources.sessions import (
-    PendingSignIn,
-    PostgresSessions,
-    RedisSessions,
-    Session,
-    SessionStore,
-    secret_key,
-)
+from sources.sessions import PendingSignIn, Session, secret_key
 
-__all__ = ["connect_identity", "safe_next", "sign_in_routes"]
+__all__ = ["safe_next", "sign_in_routes"]
 
 log = logging.getLogger("atrium.signin")
 
@@ -78,48 +69,6 @@ def sign_in_routes(settings: Settings) -> list[Route]:
         Route("/auth/callback", callback, methods=["GET"]),
         Route("/auth/logout", logout, methods=["POST"]),
     ]
-
-
-@contextlib.asynccontextmanager
-async def connect_identity(services: Services) -> AsyncIterator[Identity | None]:
-    """The provider's client, the session store (Redis if there is one, else PostgreSQL) and
-    the caches in front of them; None when no issuer is configured."""
-    settings = services.settings
-    if not settings.oidc_issuer:
-        yield None
-        return
-    caches = services.caches
-    db = services.database
-    async with httpx.AsyncClient(timeout=httpx.Timeout(5.0), follow_redirects=False) as http:
-        secret = settings.oidc_client_secret
-        provider = OpenIDProvider(
-            settings.oidc_issuer,
-            settings.oidc_client_id or "",
-            secret.get_secret_value() if secret else "",
-            http,
-        )
-        store: SessionStore = (
-            RedisSessions(caches.redis, settings.cache_prefix)
-            if caches is not None and caches.redis is not None
-            else PostgresSessions(db)
-        )
-        secure = settings.production
-        prefix = "__Host-" if secure else ""
-        anonymous = Viewer.anonymous(settings.anonymous_read)
-        sessions = SessionCache(
-            store, f"{prefix}atrium_session".encode(), settings.session_idle_timeout, anonymous
-        )
-        identity = Identity(
-            provider=provider,
-            store=store,
-            sessions=sessions,
-            jwts=BearerJwts(provider, db, settings) if settings.oidc_audience else None,
-            sign_in_cookie=f"{prefix}atrium_signin",
-            secure=secure,
-        )
-        if caches is not None:
-            caches.subscribers.append(sessions)
-        yield identity
 
 
 async def login(request: Request) -> Response:

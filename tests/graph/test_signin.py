@@ -421,3 +421,23 @@ def test_answers_vary_with_the_cookie_wherever_people_sign_in(provider: Provider
     signing_in = Settings(mode="production", **provider.settings("https://atrium.example"))
     assert b"Cookie" in vary_header(signing_in)[1]
     assert b"Cookie" not in vary_header(Settings(mode="production"))[1]
+
+
+async def test_a_signed_in_request_costs_no_round_trip_to_the_store(
+    make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient
+) -> None:
+    client = await atrium(make_client, provider)
+    await sign_in(client, browser, "amelia.chen")
+    store = client.services.identity.store
+    touch = store.touch
+    reads: list[str] = []
+
+    async def counting(key: str, idle: float) -> Any:
+        reads.append(key)
+        return await touch(key, idle)
+
+    store.touch = counting
+    client.services.identity.sessions.clear_local()
+    for _ in range(10):
+        assert (await viewer(client))["ref"] == "user:default/amelia.chen"
+    assert len(reads) == 1  # then kept in process for 10 s

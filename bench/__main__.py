@@ -1,5 +1,5 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|execution|console|deployments|observability]
+[--only catalog|ldap|compute|serving|execution|console|deployments|observability|replicas]
 [--users N] [--pinapps N] [--deploys N]``."""
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from bench.execution import run_execution
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.observability import run_observability
+from bench.replicas import run_replicas
 from bench.run import Options, run
 from bench.serving import run_serving
 
@@ -32,8 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        help="measured requests per scenario (serving: timed rounds per target; execution: "
-        "timed rounds per document and path)",
+        help="measured requests per scenario (serving and replicas: timed rounds per target; "
+        "execution: timed rounds per document and path)",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
     parser.add_argument(
@@ -52,9 +53,10 @@ def main(argv: list[str] | None = None) -> int:
             "console",
             "deployments",
             "observability",
+            "replicas",
         ),
         help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
-        "the deployments or the observability scenarios only",
+        "the deployments, the observability or the replicas scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -115,6 +117,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "observability"):
             short = args.quick or (args.rounds is not None and args.rounds < 5)
             asyncio.run(run_observability(short=short, rounds=args.rounds, seed=args.seed))
+        if args.only in (None, "replicas"):
+            asyncio.run(run_replicas(quick=args.quick, seed=args.seed, rounds=args.rounds))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -1,11 +1,12 @@
 """Debian's HAProxy in front of Atrium's replicas, as a platform team would configure it, for
 the replicas scenario and the production tests.
 
-Health checks ask ``/readyz`` every 250 ms; one failure takes a server out, two successes
-bring it back. No ``retries`` and no ``option redispatch``: HAProxy would otherwise re-send a
-request whose connection a stopping replica refused to another one, and hide a replica that
-drops requests, which most balancers (a Kubernetes Service among them) would not. Websockets
-pass through as tunnels that may stay quiet for an hour.
+Health checks ask ``/readyz`` every 250 ms and wait up to 2 s for the answer; one failure
+takes a server out, two successes bring it back. No ``retries`` and no ``option redispatch``:
+HAProxy would otherwise re-send a request whose connection a stopping replica refused to
+another one, and hide a replica that drops requests, which most balancers (a Kubernetes
+Service among them) would not. Websockets pass through as tunnels that may stay quiet for an
+hour.
 """
 
 from __future__ import annotations
@@ -37,9 +38,9 @@ def haproxy_binary() -> str:
     return found
 
 
-def config(port: int, servers: Mapping[str, int], admin: Path) -> str:
+def config(port: int, servers: Mapping[str, int], admin: Path, check: str = "/readyz") -> str:
     """An HAProxy configuration: one frontend on 127.0.0.1:``port``, a backend of ``servers``
-    (name → local port) balanced round-robin."""
+    (name → local port) balanced round-robin, each checked by a GET of ``check``."""
     lines = [
         "global",
         "    maxconn 4096",
@@ -52,6 +53,9 @@ def config(port: int, servers: Mapping[str, int], admin: Path) -> str:
         "    timeout client 60s",
         "    timeout server 60s",
         "    timeout tunnel 1h",
+        # Unset, a check times out after `inter`: a replica busy for a quarter of a second
+        # would be taken out, and with one replica every request refused.
+        "    timeout check 2s",
         "    retries 0",
         "",
         "frontend atrium",
@@ -60,7 +64,7 @@ def config(port: int, servers: Mapping[str, int], admin: Path) -> str:
         "",
         "backend replicas",
         "    balance roundrobin",
-        "    option httpchk GET /readyz",
+        f"    option httpchk GET {check}",
         "    http-check expect status 200",
         f"    default-server inter {CHECK_INTERVAL_MS}ms fall 1 rise 2",
         *(
@@ -114,13 +118,15 @@ class HAProxy:
 
 
 @contextlib.asynccontextmanager
-async def haproxy(port: int, servers: Mapping[str, int]) -> AsyncIterator[HAProxy]:
+async def haproxy(
+    port: int, servers: Mapping[str, int], check: str = "/readyz"
+) -> AsyncIterator[HAProxy]:
     """HAProxy in the foreground on 127.0.0.1:``port``, stopped on the way out."""
     with tempfile.TemporaryDirectory(prefix="atrium-haproxy-") as tmp:
         directory = Path(tmp)
         admin = directory / "admin.sock"
         path = directory / "haproxy.cfg"
-        path.write_text(config(port, servers, admin))
+        path.write_text(config(port, servers, admin, check))
         log = directory / "haproxy.log"
         with log.open("wb") as out:
             process = await asyncio.create_subprocess_exec(

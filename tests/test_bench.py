@@ -66,6 +66,11 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "Prometheus: the 5 range queries, one after another",
         "Atrium: metrics panel, uncached",
         "Atrium: metrics panel, metrics cache warm",
+        # Replicas behind HAProxy: the floor, one to three replicas, the costs per request.
+        "floor (Starlette behind HAProxy)",
+        "3 replicas",
+        "capacity (from 1 replica, which has a core to itself)",
+        "Redis commands per request by command",
     ):
         assert scenario in result.stdout
     # The warm metrics cache answered every cached panel: Prometheus was asked nothing.

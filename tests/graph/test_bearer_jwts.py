@@ -106,7 +106,7 @@ async def test_a_client_credentials_token_reads_and_writes_as_its_group(
     assert actor == "token:oidc:ci-bot (group:default/payments-squad)"
     # What another group owns stays out of reach.
     other = await atrium.gql(
-        'mutation { deleteEntity(ref: "component:default/search-service") { deleted } }',
+        'mutation { deleteEntity(ref: "component:default/auth-service") { deleted } }',
         token=token,
         expect_errors=True,
     )

@@ -28,7 +28,7 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=480,  # every scenario, the replicas behind HAProxy included
         env={**os.environ, "ATRIUM_BENCH_DATABASE_URL": pg_admin_url},
     )
     assert result.returncode == 0, result.stdout + result.stderr

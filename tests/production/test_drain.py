@@ -151,6 +151,7 @@ async def test_sigterm_drains_then_stops(
         assert await replica.wait() == 0
     log = replica.log_text()
     assert '"draining: readiness says 503, serving on"' in log and '"grace over: stopping"' in log
+    assert '"level":"error"' not in log and "Traceback" not in log
 
 
 @pytest.mark.parametrize(

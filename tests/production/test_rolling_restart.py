@@ -120,3 +120,5 @@ async def test_a_rolling_restart_under_load_drops_nothing(
         assert (await three.deploy("3.0.0")).json()["outcome"] == "applied"
         await deploys.until(lambda s: "3.0.0" in s.versions(), "the deploy after the restarts")
         assert not deploys.of("error")
+    for replica in three.replicas:  # stopping and starting again went without an error
+        assert '"level":"error"' not in replica.log_text(), replica.log_text()

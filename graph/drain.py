@@ -120,6 +120,10 @@ class Supervisor(Multiprocess):
     them at once. (Ctrl+C reaches the workers from the terminal itself.)"""
 
     def join_all(self) -> None:
+        # No worker starts any more: let the listening socket go, so that it closes with the
+        # workers' copies and new connections are refused, not left waiting in its backlog.
+        for sock in self.sockets:
+            sock.close()
         while any(worker.process.is_alive() for worker in self.processes):
             while self.signal_queue:
                 if self.signal_queue.pop(0) == signal.SIGTERM:

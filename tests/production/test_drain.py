@@ -155,7 +155,9 @@ async def test_sigterm_drains_then_stops(
 
 
 @pytest.mark.parametrize(
-    ("second", "status"), [(signal.SIGTERM, 0), (signal.SIGINT, 130)], ids=["sigterm", "ctrl-c"]
+    ("second", "status", "workers"),
+    [(signal.SIGTERM, 0, "1"), (signal.SIGINT, 130, "1"), (signal.SIGTERM, 0, "2")],
+    ids=["sigterm", "ctrl-c", "sigterm-to-two-workers"],
 )
 async def test_a_second_signal_skips_the_rest_of_the_grace(
     database_url: str,
@@ -166,9 +168,10 @@ async def test_a_second_signal_skips_the_rest_of_the_grace(
     tmp_path: Path,
     second: int,
     status: int,
+    workers: str,
 ) -> None:
     env = settings(database_url, redis_url, cache_prefix, ATRIUM_SHUTDOWN_GRACE="600")
-    replica = await started(stopped, env, tmp_path)
+    replica = await started(stopped, env, tmp_path, "--workers", workers)
     async with httpx.AsyncClient() as http:
         replica.send_signal(signal.SIGTERM)
         await draining(replica, http)

@@ -79,9 +79,11 @@ class Drain:
         loop = asyncio.get_running_loop()
         for sig in _SIGNALS:
             # Signal handlers interrupt whatever runs: the decision is the loop's.
-            signal.signal(sig, lambda sig, frame: loop.call_soon_threadsafe(self.signalled, sig))
+            signal.signal(sig, lambda signum, _: loop.call_soon_threadsafe(self.signalled, signum))
 
     def signalled(self, sig: int) -> None:
+        """The first SIGTERM starts the grace; SIGINT, a SIGTERM during the grace or any
+        signal once stopping goes to the server's handler at once."""
         if sig == signal.SIGTERM and not self.services.draining and self.grace > 0:
             self.services.draining = True
             log.info("draining: readiness says 503, serving on", extra={"grace_s": self.grace})

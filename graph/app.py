@@ -220,6 +220,8 @@ async def _readyz(request: Request) -> Response:
         checks["database"] = "ok"
         try:
             pending = await pending_migrations(db, services.assembly.migrations)
+        except DatabaseUnavailable:  # gone since it answered the ping
+            checks["database"] = "unreachable"
         except MigrationError as exc:
             checks["migrations"] = str(exc)
         else:

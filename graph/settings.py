@@ -64,9 +64,9 @@ class Settings(BaseSettings):
     # nothing that needs a session (prepared statements, session advisory locks, startup
     # parameters) is used. See the README's "Running in production".
     database_pooling: DatabasePooling = DatabasePooling.SESSION
-    # Seconds to open a connection to PostgreSQL or wait for a free one; past it a request
-    # answers 503 (UNAVAILABLE) instead of waiting for a database that is not there.
-    database_timeout: float = Field(default=5.0, gt=0, le=300)
+    # Seconds to open a connection to PostgreSQL; past it a request answers 503 (UNAVAILABLE)
+    # instead of waiting for a database that does not answer.
+    database_connect_timeout: float = Field(default=5.0, gt=0, le=300)
     # Seconds a statement may run before it is cancelled (the request then answers 503). Raise
     # it for `atrium migrate` or an import that needs longer.
     database_statement_timeout: float = Field(default=60.0, gt=0)
@@ -252,7 +252,7 @@ class Settings(BaseSettings):
         """How to reach PostgreSQL."""
         return DatabaseOptions(
             transaction_pooling=self.database_pooling is DatabasePooling.TRANSACTION,
-            timeout=self.database_timeout,
+            connect_timeout=self.database_connect_timeout,
             statement_timeout=self.database_statement_timeout,
         )
 

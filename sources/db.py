@@ -20,10 +20,13 @@ In both modes locks are transaction-level (``Database.try_lock``, and the migrat
 so there is one code path.
 
 A database out of reach (refused or lost connections, a server shutting down or starting
-up, no answer in time) is ``DatabaseUnavailable`` wherever it shows: connecting, waiting for
-a free connection, a statement, a commit. Requests answer it quickly as 503 / ``UNAVAILABLE``
-instead of hanging; asyncpg replaces a connection it found closed the next time the pool hands
-it out, so Atrium recovers by itself when the database is back.
+up, no answer in time) is ``DatabaseUnavailable`` wherever it shows: connecting, a statement,
+a commit. Requests answer it quickly as 503 / ``UNAVAILABLE`` instead of hanging; asyncpg
+replaces a connection it found closed the next time the pool hands it out, so Atrium recovers
+by itself when the database is back. Nothing waits unbounded, with no timer per statement of
+Atrium's own: opening a connection has ``connect_timeout``, a statement asyncpg's
+``command_timeout``, and waiting for a pooled connection in use is bounded by the statement
+(or the transaction) that holds it.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import asyncpg
 import orjson
@@ -49,6 +52,9 @@ __all__ = ["Database", "DatabaseOptions", "Executor", "embedded_database_url"]
 log = logging.getLogger(__name__)
 
 CLOSE_GRACE = 10.0  # seconds for the pool's connections to be released when stopping
+# How long asyncpg's own error waits for its connection to close (see ``Database.run``).
+_CLOSING_CHECKS = 10
+_CLOSING_CHECK_EVERY = 0.01  # seconds
 
 # asyncpg prepares every statement. Queries with optional filters (``$1 is null or ...``) make
 # poor generic plans, so the server plans each execution for its actual parameters.
@@ -66,12 +72,12 @@ _POOLED_SETTINGS = {"application_name": "atrium"}
 
 @dataclass(frozen=True, slots=True)
 class DatabaseOptions:
-    """How Atrium reaches PostgreSQL (the settings ``database_pooling``, ``database_timeout``
-    and ``database_statement_timeout``)."""
+    """How Atrium reaches PostgreSQL (the settings ``database_pooling``,
+    ``database_connect_timeout`` and ``database_statement_timeout``)."""
 
     transaction_pooling: bool = False
-    # Seconds to open a connection, or to wait for a free one from the pool.
-    timeout: float = 5.0
+    # Seconds to open a connection.
+    connect_timeout: float = 5.0
     # Seconds a statement may run before asyncpg cancels it.
     statement_timeout: float = 60.0
 
@@ -88,36 +94,22 @@ class Executor:
         self._database = database
 
     async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
-        self._database.queries += 1
-        try:
-            return await self._conn.fetch(sql, *args)  # type: ignore[no-any-return]
-        except MAYBE_LOST as exc:
-            self._database.unavailable_if_lost(exc)
-            raise
+        return cast(list[asyncpg.Record], await self._statement("fetch", sql, args))
 
     async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
-        self._database.queries += 1
-        try:
-            return await self._conn.fetchrow(sql, *args)
-        except MAYBE_LOST as exc:
-            self._database.unavailable_if_lost(exc)
-            raise
+        return cast(asyncpg.Record | None, await self._statement("fetchrow", sql, args))
 
     async def fetchval(self, sql: str, *args: Any) -> Any:
-        self._database.queries += 1
-        try:
-            return await self._conn.fetchval(sql, *args)
-        except MAYBE_LOST as exc:
-            self._database.unavailable_if_lost(exc)
-            raise
+        return await self._statement("fetchval", sql, args)
 
     async def execute(self, sql: str, *args: Any) -> str:
-        self._database.queries += 1
-        try:
-            return await self._conn.execute(sql, *args)  # type: ignore[no-any-return]
-        except MAYBE_LOST as exc:
-            self._database.unavailable_if_lost(exc)
-            raise
+        return cast(str, await self._statement("execute", sql, args))
+
+    async def _statement(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        database = self._database
+        database.queries += 1
+        with database.unavailable_when_lost():
+            return await database.run(self._conn, method, sql, args)
 
 
 class Database(Executor):
@@ -153,7 +145,7 @@ class Database(Executor):
                 max_size=max_size,
                 server_settings=_POOLED_SETTINGS if pooled else _SERVER_SETTINGS,
                 init=_init_connection,
-                timeout=options.timeout,
+                timeout=options.connect_timeout,
                 command_timeout=options.statement_timeout,
                 **pooled,
             )
@@ -165,60 +157,44 @@ class Database(Executor):
             await _warn_if_jit(database)
         return database
 
-    async def fetch(self, sql: str, *args: Any) -> list[asyncpg.Record]:
+    async def _statement(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
+        """One statement on a connection taken from the pool for it."""
         self.queries += 1
-        with self._unavailable_when_lost():
-            conn = await self._acquire()
+        with self.unavailable_when_lost():
+            conn = await self.pool.acquire()
             try:
-                rows: list[asyncpg.Record] = await conn.fetch(sql, *args)
+                result = await self.run(conn, method, sql, args)
             finally:
                 await self._release(conn)
         self._reachable()
-        return rows
+        return result
 
-    async def fetchrow(self, sql: str, *args: Any) -> asyncpg.Record | None:
-        self.queries += 1
-        with self._unavailable_when_lost():
-            conn = await self._acquire()
-            try:
-                row: asyncpg.Record | None = await conn.fetchrow(sql, *args)
-            finally:
-                await self._release(conn)
-        self._reachable()
-        return row
-
-    async def fetchval(self, sql: str, *args: Any) -> Any:
-        self.queries += 1
-        with self._unavailable_when_lost():
-            conn = await self._acquire()
-            try:
-                value = await conn.fetchval(sql, *args)
-            finally:
-                await self._release(conn)
-        self._reachable()
-        return value
-
-    async def execute(self, sql: str, *args: Any) -> str:
-        self.queries += 1
-        with self._unavailable_when_lost():
-            conn = await self._acquire()
-            try:
-                status: str = await conn.execute(sql, *args)
-            finally:
-                await self._release(conn)
-        self._reachable()
-        return status
+    async def run(
+        self, conn: asyncpg.Connection, method: str, sql: str, args: tuple[Any, ...]
+    ) -> Any:
+        """``conn.<method>(sql, *args)``. A server that ends the session between two steps of a
+        statement (a shutdown's FATAL after Parse, before Bind) leaves asyncpg's protocol in a
+        state it reports as its own error: when the connection closes right after, that is
+        the database going away."""
+        try:
+            return await getattr(conn, method)(sql, *args)
+        except asyncpg.InternalClientError as exc:
+            for _ in range(_CLOSING_CHECKS):
+                if conn.is_closed():
+                    raise ConnectionResetError("the server ended the session") from exc
+                await asyncio.sleep(_CLOSING_CHECK_EVERY)
+            raise
 
     @asynccontextmanager
     async def transaction(self) -> AsyncIterator[Executor]:
         """A transaction on a connection of its own: committed when the block ends, rolled back
         when it raises. Only the database's own failures become ``DatabaseUnavailable``: an
         OSError the block raises (a file, a socket to elsewhere) stays what it is."""
-        with self._unavailable_when_lost():
-            conn = await self._acquire()
+        with self.unavailable_when_lost():
+            conn = await self.pool.acquire()
         try:
             transaction = conn.transaction()
-            with self._unavailable_when_lost():
+            with self.unavailable_when_lost():
                 await transaction.start()
             try:
                 yield Executor(conn, self)
@@ -230,7 +206,7 @@ class Database(Executor):
                         raise
                     # The server rolls back the transaction of a connection it lost.
                 raise
-            with self._unavailable_when_lost():
+            with self.unavailable_when_lost():
                 await transaction.commit()
         finally:
             await self._release(conn)
@@ -265,36 +241,33 @@ class Database(Executor):
             )
             self.pool.terminate()
 
-    async def _acquire(self) -> asyncpg.Connection:
-        """A connection from the pool, opening one if need be, within ``options.timeout``
-        (asyncio.timeout rather than acquire's own, which starts a task per call)."""
-        async with asyncio.timeout(self.options.timeout):
-            return await self.pool.acquire()
-
     async def _release(self, conn: asyncpg.Connection) -> None:
-        """Back to the pool. A connection lost by then is dropped by asyncpg; what was done on it
-        stands (a commit went through), so the loss is not the caller's failure."""
+        """Back to the pool. A connection lost by then fails its reset, and asyncpg drops it;
+        what was done on it stands (a commit went through), so the loss is not the caller's
+        failure. The reset's error is asyncpg's own when the server's FATAL came just before
+        it (see ``run``)."""
         try:
             await self.pool.release(conn)
-        except MAYBE_LOST as exc:
-            if not is_lost(exc):
+        except (*MAYBE_LOST, asyncpg.InternalClientError) as exc:
+            if not (is_lost(exc) or isinstance(exc, asyncpg.InternalClientError)):
                 raise
             log.debug("a connection was lost as it went back to the pool: %s", exc)
 
     @contextmanager
-    def _unavailable_when_lost(self) -> Iterator[None]:
+    def unavailable_when_lost(self) -> Iterator[None]:
         try:
             yield
         except MAYBE_LOST as exc:
-            self.unavailable_if_lost(exc)
+            self._unavailable_if_lost(exc)
             raise
 
-    def unavailable_if_lost(self, exc: BaseException) -> None:
+    def _unavailable_if_lost(self, exc: BaseException) -> None:
         """Raise ``DatabaseUnavailable`` from ``exc`` if it says the database is out of reach
-        (logged once per outage, with what asyncpg said); return otherwise."""
+        (logged once per outage, with what asyncpg said; not when Atrium closed the pool
+        itself, stopping); return otherwise."""
         if not is_lost(exc):
             return
-        if self._lost_since is None:
+        if self._lost_since is None and not self.pool.is_closing():
             self._lost_since = time.monotonic()
             log.warning("the database is unavailable: %s: %s", type(exc).__name__, exc)
         raise DatabaseUnavailable(f"the database is unavailable ({reason(exc)})") from exc

@@ -29,6 +29,10 @@ from tests.slapd import (
 )
 
 # engineering ⊃ platform ⊃ sre; ops and oncall contain each other (a cycle).
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 DIRECTORY = "\n".join(
     [
         person("ada", "Ada Lovelace", mail="ada@example.org"),

@@ -23,10 +23,12 @@ A database out of reach (refused or lost connections, a server shutting down or 
 up, no answer in time) is ``DatabaseUnavailable`` wherever it shows: connecting, a statement,
 a commit. Requests answer it quickly as 503 / ``UNAVAILABLE`` instead of hanging; asyncpg
 replaces a connection it found closed the next time the pool hands it out, so Atrium recovers
-by itself when the database is back. Nothing waits unbounded, with no timer per statement of
-Atrium's own: opening a connection has ``connect_timeout``, a statement asyncpg's
-``command_timeout``, and waiting for a pooled connection in use is bounded by the statement
-(or the transaction) that holds it.
+by itself when the database is back. Nothing waits unbounded, with no timer per statement in
+the process when connected directly: opening a connection has ``connect_timeout``, a statement
+the server's ``statement_timeout`` (behind a transaction pooler, asyncpg's ``command_timeout``,
+as the pooler takes no such startup parameter), and waiting for a pooled connection in use is
+bounded by the statement (or the transaction) that holds it. A server that vanishes without
+closing its connections (a network partition) is left to TCP to notice.
 """
 
 from __future__ import annotations
@@ -78,7 +80,7 @@ class DatabaseOptions:
     transaction_pooling: bool = False
     # Seconds to open a connection.
     connect_timeout: float = 5.0
-    # Seconds a statement may run before asyncpg cancels it.
+    # Seconds a statement may run before it is cancelled.
     statement_timeout: float = 60.0
 
 
@@ -135,19 +137,26 @@ class Database(Executor):
     ) -> Database:
         options = options or DatabaseOptions()
         quiet_pool_maintenance()
-        pooled: dict[str, Any] = {}
         if options.transaction_pooling:
-            pooled = {"statement_cache_size": 0, "reset": _nothing_to_reset}
+            # The pooler takes no statement_timeout at start-up: asyncpg times each statement.
+            mode: dict[str, Any] = {
+                "server_settings": _POOLED_SETTINGS,
+                "statement_cache_size": 0,
+                "reset": _nothing_to_reset,
+                "command_timeout": options.statement_timeout,
+            }
+        else:
+            # The server times each statement: no timer per statement in the process.
+            timeout_ms = str(round(options.statement_timeout * 1000))
+            mode = {"server_settings": {**_SERVER_SETTINGS, "statement_timeout": timeout_ms}}
         try:
             pool = await asyncpg.create_pool(
                 url,
                 min_size=min_size,
                 max_size=max_size,
-                server_settings=_POOLED_SETTINGS if pooled else _SERVER_SETTINGS,
                 init=_init_connection,
                 timeout=options.connect_timeout,
-                command_timeout=options.statement_timeout,
-                **pooled,
+                **mode,
             )
         except (*MAYBE_LOST, asyncpg.PostgresError) as exc:
             raise DatabaseUnavailable(f"cannot connect to PostgreSQL: {exc}") from exc
@@ -160,13 +169,17 @@ class Database(Executor):
     async def _statement(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
         """One statement on a connection taken from the pool for it."""
         self.queries += 1
-        with self.unavailable_when_lost():
+        try:
             conn = await self.pool.acquire()
             try:
                 result = await self.run(conn, method, sql, args)
             finally:
                 await self._release(conn)
-        self._reachable()
+        except MAYBE_LOST as exc:
+            self._unavailable_if_lost(exc)
+            raise
+        if self._lost_since is not None:
+            self._reachable()
         return result
 
     async def run(

@@ -1,9 +1,10 @@
 """Telling a database out of reach from a statement's own error.
 
 Out of reach: a connection refused, lost or never answered (TimeoutError is an OSError), a
-server starting up, shutting down or out of connection slots, a pooler that cannot reach its
-server (SQLSTATE class 08). ``InterfaceError`` counts only when it says the connection is
-closed; otherwise it is a misuse of asyncpg, a bug to report as such.
+statement cancelled (its timeout), a server starting up, shutting down or out of connection
+slots, a pooler that cannot reach its server (SQLSTATE class 08). ``InterfaceError`` counts
+only when it says the connection is closed; otherwise it is a misuse of asyncpg, a bug to
+report as such.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _UNREACHABLE: tuple[type[BaseException], ...] = (
     asyncpg.AdminShutdownError,  # "terminating connection due to administrator command"
     asyncpg.CrashShutdownError,
     asyncpg.TooManyConnectionsError,
+    asyncpg.QueryCanceledError,  # statement_timeout: no answer in time
 )
 # What to catch, then ask ``is_lost``.
 MAYBE_LOST: tuple[type[BaseException], ...] = (*_UNREACHABLE, asyncpg.InterfaceError)

@@ -1,5 +1,6 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
-[--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes]
+[--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes|
+replicas]
 [--users N] [--pinapps N] [--deploys N]``."""
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from bench.execution import run_execution
 from bench.harness import BenchFailure
 from bench.ldap import LdapOptions, run_ldap
 from bench.observability import run_observability
+from bench.replicas import run_replicas
 from bench.run import Options, run
 from bench.serving import run_serving
 
@@ -33,8 +35,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument(
         "--rounds",
         type=int,
-        help="measured requests per scenario (serving: timed rounds per target; execution: "
-        "timed rounds per document and path)",
+        help="measured requests per scenario (serving and replicas: timed rounds per target; "
+        "execution: timed rounds per document and path)",
     )
     parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
     parser.add_argument(
@@ -54,9 +56,10 @@ def main(argv: list[str] | None = None) -> int:
             "deployments",
             "observability",
             "changes",
+            "replicas",
         ),
         help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
-        "the deployments, the observability or the change events scenarios only",
+        "the deployments, the observability, the change events or the replicas scenarios only",
     )
     parser.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
@@ -121,6 +124,8 @@ def main(argv: list[str] | None = None) -> int:
             # A catalog import with and without a change hook: a round is two imports.
             short = args.quick or (args.rounds is not None and args.rounds < 5)
             asyncio.run(run_changes(rounds=1 if short else 5, seed=args.seed))
+        if args.only in (None, "replicas"):
+            asyncio.run(run_replicas(quick=args.quick, seed=args.seed, rounds=args.rounds))
     except BenchFailure as exc:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1

@@ -188,6 +188,7 @@ async def atrium_serve_demo(database_url: str) -> AsyncIterator[str]:
         "ATRIUM_DATABASE_URL": database_url,
         "ATRIUM_WEB_DIR": str(ROOT / "web" / "dist"),
         "ATRIUM_LOG_LEVEL": "WARNING",
+        "ATRIUM_SHUTDOWN_GRACE": "0",  # no balancer to leave: SIGTERM stops it at once
     }
     with tempfile.TemporaryDirectory(prefix="atrium-bench-demo-") as tmp:
         log = Path(tmp, "server.log")

@@ -86,7 +86,12 @@ def main() -> None:
     base = f"http://127.0.0.1:{port}"
     with tempfile.TemporaryDirectory(prefix="atrium-screenshots-") as data:
         env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
-        env |= {"ATRIUM_DATA_DIR": data, "ATRIUM_LOG_LEVEL": "WARNING"}
+        # No balancer to leave: SIGTERM stops it at once.
+        env |= {
+            "ATRIUM_DATA_DIR": data,
+            "ATRIUM_LOG_LEVEL": "WARNING",
+            "ATRIUM_SHUTDOWN_GRACE": "0",
+        }
         server = subprocess.Popen(
             [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
             cwd=ROOT,

@@ -5,6 +5,8 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import os
+import socket
 from collections.abc import AsyncIterator, Sequence
 
 from starlette.applications import Starlette
@@ -14,7 +16,9 @@ from starlette.routing import Route, WebSocketRoute
 
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.catalog_api import catalog_api
+from graph.drain import closing
 from graph.http_output import vary_header
+from graph.identity import connect_identity
 from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
@@ -22,14 +26,16 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
+from graph.signin import sign_in_routes
 from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
 from sources.db import Database, embedded_database_url
-from sources.errors import MigrationError
+from sources.errors import DatabaseUnavailable, MigrationError
+from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
-from ssr import Console, console_not_found, console_routes
+from ssr import Console, console_not_found, console_routes, console_unavailable
 from ssr.assets import BuildFiles
 
 __all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
@@ -41,8 +47,12 @@ class AtriumApp(Starlette):
     """Starlette, with ``/graphql`` over HTTP answered before Starlette's routing and
     middleware: it is the hot path, and it handles its own errors (``graph.view``)."""
 
+    services: Services  # set by create_app
+
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] == "http":
+            if self.services.draining:  # clients connect again, to another replica
+                send = closing(send)
             path: str = scope["path"]
             root: str = scope.get("root_path", "")
             if root and path.startswith(root):
@@ -75,7 +85,10 @@ def create_app(
     async def lifespan(app: Starlette) -> AsyncIterator[None]:
         url = await database_url(settings)
         services.db = await Database.connect(
-            url, min_size=settings.database_pool_min, max_size=settings.database_pool_max
+            url,
+            settings.database_options,
+            min_size=settings.database_pool_min,
+            max_size=settings.database_pool_max,
         )
         services.caches = _caches(settings)
         if settings.response_cache:
@@ -87,7 +100,7 @@ def create_app(
             services.caches.subscribers.append(services.responses)
         services.caches.subscribers.append(services.tokens)
         services.caches.subscribers.append(services.changes)
-        services.caches.start()
+        await services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
             services.console = Console.load(settings.console_dir, assembly.panels)
@@ -96,6 +109,9 @@ def create_app(
                 await trust(services.db, services.console.documents)
             # Plugins' lifespans start after the database and stop before it; jobs run inside.
             async with contextlib.AsyncExitStack() as plugin_lifespans:
+                services.identity = await plugin_lifespans.enter_async_context(
+                    connect_identity(settings, services.db, services.caches)
+                )
                 for plugin_id, factory in assembly.lifespans:
                     services.extras[plugin_id] = await plugin_lifespans.enter_async_context(
                         factory(services)
@@ -124,6 +140,7 @@ def create_app(
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
             catalog_api(),
+            *sign_in_routes(settings),
             *(
                 Route(path, endpoint, methods=list(methods))
                 for path, methods, endpoint in assembly.routes
@@ -131,9 +148,10 @@ def create_app(
             *console_routes(BuildFiles(settings.console_dir)),
         ],
         lifespan=lifespan,
-        exception_handlers={404: console_not_found},
+        exception_handlers={404: console_not_found, DatabaseUnavailable: console_unavailable},
     )
     app.state.services = services
+    app.services = services
     return app
 
 
@@ -171,11 +189,18 @@ def _caches(settings: Settings) -> Caches:
 
 
 async def _repeat(job: BackgroundJob, services: Services) -> None:
+    """Run a job every interval on one replica: each round, the replica that claims the job
+    (``sources.jobs``) runs it, and the others wait for the next round."""
+    holder = f"{socket.gethostname()}:{os.getpid()}"
     while True:
         try:
-            await job.run(services)
+            if await claim_run(services.database, job.name, job.interval, holder):
+                services.metrics.job_runs.labels(job.name).inc()
+                await job.run(services)
         except asyncio.CancelledError:
             raise
+        except DatabaseUnavailable as exc:  # said once by sources.db; the next run tries again
+            log.info("background job skipped: %s", exc, extra={"job": job.name})
         except Exception:
             log.exception("background job failed", extra={"job": job.name})
         await asyncio.sleep(job.interval)
@@ -187,6 +212,8 @@ async def _healthz(request: Request) -> Response:
 
 async def _readyz(request: Request) -> Response:
     services: Services = request.app.state.services
+    if services.draining:  # stopping: balancers must send nothing new here
+        return JSONResponse({"replica": "draining"}, status_code=503)
     checks: dict[str, str] = {}
     db = services.db
     if db is None or not await db.ping():
@@ -195,6 +222,8 @@ async def _readyz(request: Request) -> Response:
         checks["database"] = "ok"
         try:
             pending = await pending_migrations(db, services.assembly.migrations)
+        except DatabaseUnavailable:  # gone since it answered the ping
+            checks["database"] = "unreachable"
         except MigrationError as exc:
             checks["migrations"] = str(exc)
         else:

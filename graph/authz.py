@@ -26,6 +26,7 @@ from strawberry.extensions import FieldExtension
 from strawberry.types import Info
 
 from graph.context import Context
+from graph.identity import Identity, SessionCache
 from graph.settings import Settings
 from resolvers import ownership
 from sources.audit import entity_snapshot, record_audit
@@ -96,12 +97,15 @@ async def resolve_viewer(
     settings: Settings,
     db: Database,
     tokens: TokenCache | None = None,
+    identity: Identity | None = None,
 ) -> Viewer:
     """The viewer of a request (or websocket); see ``viewer_of``."""
     if connection is None:
         return Viewer.anonymous(settings.anonymous_read)
     client = connection.client.host if connection.client else None
-    return await viewer_of(dict(connection.scope["headers"]), client, settings, db, tokens)
+    return await viewer_of(
+        dict(connection.scope["headers"]), client, settings, db, tokens, identity
+    )
 
 
 async def viewer_of(
@@ -110,28 +114,44 @@ async def viewer_of(
     settings: Settings,
     db: Database,
     tokens: TokenCache | None = None,
+    identity: Identity | None = None,
 ) -> Viewer:
     """The viewer named by a request's headers (lowercase names, as ASGI gives them): a
-    bearer token, else a user header from a trusted proxy, else anonymous. A bad token is an
-    error, not anonymity: a tool with a revoked token should hear about it."""
-    found = viewer_without_token(headers, client, settings)
+    bearer token (``atr_...``, or the provider's JWT when ``oidc_audience`` is set), else a
+    user header from a trusted proxy, else a session, else anonymous. A bad token is an error,
+    not anonymity: a tool with a revoked token should hear about it. An ended session is
+    anonymity: the person signs in again."""
+    sessions = identity.sessions if identity is not None else None
+    found = viewer_without_token(headers, client, settings, sessions)
     if found is not None:
         return found
-    scheme, _, token = headers[b"authorization"].decode("latin-1").partition(" ")
-    viewer = None
-    if scheme.lower() == "bearer":
-        token = token.strip()
+    authorization = headers.get(b"authorization")
+    if not authorization:
+        assert sessions is not None  # nothing else is left to look up
+        return await sessions.verify(headers[b"cookie"])
+    scheme, _, token = authorization.decode("latin-1").partition(" ")
+    token = token.strip()
+    if scheme.lower() != "bearer":
+        raise NotAuthenticated("the Authorization header must be a bearer token")
+    if token_id_of(token) is not None:
         viewer = await (tokens.verify(db, token) if tokens else verify_token(db, token))
-    if viewer is None:
-        raise NotAuthenticated("the API token is malformed, unknown or revoked")
-    return viewer
+        if viewer is None:
+            raise NotAuthenticated("the API token is malformed, unknown or revoked")
+        return viewer
+    if identity is not None and identity.jwts is not None:
+        return await identity.jwts.viewer(token)
+    raise NotAuthenticated("the API token is malformed, unknown or revoked")
 
 
 def viewer_without_token(
-    headers: dict[bytes, bytes], client: str | None, settings: Settings
+    headers: dict[bytes, bytes],
+    client: str | None,
+    settings: Settings,
+    sessions: SessionCache | None = None,
 ) -> Viewer | None:
-    """The viewer of a request that carries no Authorization header (a proxy's user, or
-    anonymous), worked out without I/O; None when there is a token to verify."""
+    """The viewer of a request that carries no Authorization header (a proxy's user, a
+    session verified a moment ago, or anonymous), worked out without I/O; None when there is a
+    token or a session to verify."""
     if headers.get(b"authorization"):
         return None
     raw_user = headers.get(settings.user_header.lower().encode("latin-1"))
@@ -146,17 +166,21 @@ def viewer_without_token(
                 "user header from an untrusted address ignored",
                 extra={"client": client, "header": settings.user_header},
             )
-    elif not settings.production:
-        cookie = headers.get(b"cookie")
-        if cookie is not None and DEMO_USER_COOKIE in cookie:
-            demo = _demo_user(cookie)
-            if demo:
-                return Viewer(f"user:default/{demo}", "demo", frozenset({"read", "write"}))
+        return Viewer.anonymous(settings.anonymous_read)
+    cookie = headers.get(b"cookie")
+    if cookie is None:
+        return Viewer.anonymous(settings.anonymous_read)
+    if sessions is not None and sessions.cookie in cookie:
+        return sessions.peek(cookie)
+    if not settings.production and DEMO_USER_COOKIE in cookie:
+        demo = _demo_user(cookie)
+        if demo:
+            return Viewer(f"user:default/{demo}", "demo", frozenset({"read", "write"}))
     return Viewer.anonymous(settings.anonymous_read)
 
 
 # In development (the demo) the console lets a person act as any user: the cookie names them.
-# Never read in production, where only the trusted proxy says who is asking.
+# Never read in production, where a session or the trusted proxy says who is asking.
 DEMO_USER_COOKIE = b"atrium_demo_user"
 
 

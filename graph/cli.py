@@ -17,7 +17,7 @@ from typing import Any
 from graph.cli_db import prepare
 from graph.cli_lookup import add_lookup_commands
 from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
-from graph.settings import Settings
+from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
 
 __all__ = ["main", "uvicorn_options"]
 
@@ -186,9 +186,11 @@ def _start_demos(settings: Settings, stack: contextlib.ExitStack) -> None:
 
 
 def _run_server(settings: Settings, args: argparse.Namespace) -> int:
+    """Serve until SIGTERM or Ctrl+C. Each worker drains at SIGTERM (``graph.drain``):
+    readiness 503 at once, serving on for ATRIUM_SHUTDOWN_GRACE seconds, then a graceful stop."""
     import uvicorn
-    from uvicorn.supervisors import Multiprocess
 
+    from graph.drain import Supervisor
     from graph.logs import flush_logs
 
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
@@ -204,7 +206,10 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
         print(f"atrium: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     config = uvicorn.Config(
-        "graph.app:app_from_environment", factory=True, workers=args.workers, **uvicorn_options()
+        "graph.drain:served_app",
+        factory=True,
+        workers=args.workers,
+        **uvicorn_options(settings.keep_alive_timeout),
     )
     flush_logs()  # what the start-up logged comes before the line that says it is done
     host = f"[{args.host}]" if ":" in args.host else args.host
@@ -217,19 +222,22 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     if args.workers == 1:
         uvicorn.Server(config).run(sockets=[sock])
     else:
-        Multiprocess(config, sockets=[sock]).run()
+        Supervisor(config, sockets=[sock]).run()
     return 0
 
 
-def uvicorn_options() -> dict[str, Any]:
+def uvicorn_options(keep_alive: int = KEEP_ALIVE_TIMEOUT) -> dict[str, Any]:
     """How every Atrium server runs uvicorn: uvloop's event loop and httptools' HTTP parser
     (the pure-Python fallbacks serve a third as many requests), Atrium's JSON logs instead of
-    uvicorn's, and Atrium's access log (with the GraphQL operation) instead of uvicorn's."""
+    uvicorn's, Atrium's access log (with the GraphQL operation) instead of uvicorn's, and idle
+    keep-alive connections kept ``keep_alive`` seconds (uvicorn's 5 s races a balancer's reuse
+    of its idle connections)."""
     return {
         "loop": "uvloop",
         "http": "httptools",
         "log_config": None,
         "access_log": False,
+        "timeout_keep_alive": keep_alive,
     }
 
 
@@ -263,7 +271,7 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
 
     async def run() -> int:
         url = await prepare(settings, demo=False)
-        db = await Database.connect(url, min_size=1, max_size=2)
+        db = await Database.connect(url, settings.database_options, min_size=1, max_size=2)
         try:
             batch = await asyncio.to_thread(read_paths, args.paths, settings.catalog_fetch)
             result = await apply_batch(db, batch)

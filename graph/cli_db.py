@@ -28,7 +28,7 @@ async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str
 
     url = await database_url(settings)
     assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
-    db = await Database.connect(url, min_size=1, max_size=2)
+    db = await Database.connect(url, settings.database_options, min_size=1, max_size=2)
     try:
         applied = await apply_migrations(db, assembly.migrations)
         for migration in applied if not quiet else ():
@@ -48,7 +48,7 @@ async def with_database(settings: Settings, run: Callable[[Any], Awaitable[int]]
     from sources.db import Database
 
     url = await prepare(settings, demo=False, quiet=True)
-    db = await Database.connect(url, min_size=1, max_size=2)
+    db = await Database.connect(url, settings.database_options, min_size=1, max_size=2)
     try:
         return await run(db)
     finally:

@@ -24,7 +24,7 @@ def sync_ldap(settings: Settings, args: argparse.Namespace) -> int:
 
     async def run() -> int:
         url = await prepare(settings, demo=False, quiet=True)
-        db = await Database.connect(url, min_size=2, max_size=3)
+        db = await Database.connect(url, settings.database_options, min_size=2, max_size=3)
         try:
             report = await sync_directory(
                 db,

@@ -1,7 +1,8 @@
 """How errors leave the API: a stable ``extensions.code`` on each, masking of the unexpected.
 
 Codes follow Apollo's so clients can branch on them: ``GRAPHQL_PARSE_FAILED``,
-``GRAPHQL_VALIDATION_FAILED``, ``BAD_USER_INPUT``, ``NOT_FOUND``, ``INTERNAL_SERVER_ERROR``.
+``GRAPHQL_VALIDATION_FAILED``, ``BAD_USER_INPUT``, ``NOT_FOUND``, ``INTERNAL_SERVER_ERROR``;
+``UNAVAILABLE`` when a backend (the database, Prometheus, a cluster) cannot answer now.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ _USER_ERRORS: dict[type[Exception], str] = {
     NotFound: "NOT_FOUND",  # before CatalogError: the first class that matches gives the code
     CatalogError: "BAD_USER_INPUT",
     ChangeHookError: "BAD_USER_INPUT",
-    DatabaseUnavailable: "SERVICE_UNAVAILABLE",
+    DatabaseUnavailable: "UNAVAILABLE",  # the answer is 503 (graph.http_output)
     # Strawberry raises it only on a global ID a client sent: one naming a type that is not
     # a Node (node(id:) with "Query:x" in base64), or not a type at all.
     GlobalIDValueError: "BAD_USER_INPUT",

@@ -5,6 +5,10 @@ Status codes under ``application/graphql-response+json``: a request that fails b
 (a document that does not parse or validate, variables that do not coerce) is 400 and has no
 ``data``; anything that executed is 200. Under ``application/json`` every executed answer is
 200, as legacy clients (Apollo Client among them) expect.
+
+Whatever the media type, an answer the database's absence spoiled is 503 with ``Retry-After``:
+the request was fine and may be sent again shortly, which clients and balancers should know
+rather than read a 200 with nothing in it.
 """
 
 from __future__ import annotations
@@ -21,11 +25,13 @@ from graph.errors import format_error
 from graph.http_input import JSON, HTTPError
 from graph.settings import Settings
 from graph.types import Send
+from sources.errors import DatabaseUnavailable
 
 __all__ = [
     "INTERNAL_ERROR",
     "NO_CACHE",
     "NO_STORE",
+    "RETRY_AFTER",
     "Outcome",
     "cache_headers",
     "encode_json",
@@ -33,6 +39,7 @@ __all__ = [
     "in_response_order",
     "result_outcome",
     "send_outcome",
+    "unavailable_outcome",
 ]
 
 Headers = list[tuple[bytes, bytes]]
@@ -40,6 +47,8 @@ Headers = list[tuple[bytes, bytes]]
 NO_STORE: Final = [(b"cache-control", b"no-store")]
 # An answer a client must not cache: a persisted-query miss, which it follows with the text.
 NO_CACHE: Final = [(b"cache-control", b"private, no-cache, must-revalidate")]
+# Seconds before trying again when the database is away: a restart or failover takes a few.
+RETRY_AFTER: Final = (b"retry-after", b"2")
 INTERNAL_ERROR: Final = {
     "errors": [
         {"message": "Internal server error", "extensions": {"code": "INTERNAL_SERVER_ERROR"}}
@@ -74,7 +83,15 @@ def result_outcome(result: ExecutionResult, media_type: str, label: str | None) 
     if result.extensions:
         body["extensions"] = result.extensions
     status = 400 if failed_early and media_type != JSON else 200
+    if errors and any(isinstance(e.original_error, DatabaseUnavailable) for e in errors):
+        return Outcome(503, encode_json(body), label, [RETRY_AFTER])
     return Outcome(status, encode_json(body), label)
+
+
+def unavailable_outcome(exc: DatabaseUnavailable) -> Outcome:
+    """The database failed before anything executed (a persisted document, a token)."""
+    body = {"errors": [{"message": str(exc), "extensions": {"code": "UNAVAILABLE"}}]}
+    return Outcome(503, encode_json(body), headers=[*NO_STORE, RETRY_AFTER])
 
 
 def in_response_order(data: Any, errors: list[GraphQLError]) -> list[GraphQLError]:
@@ -112,10 +129,11 @@ def error_outcome(exc: HTTPError) -> Outcome:
 
 def vary_header(settings: Settings) -> tuple[bytes, bytes]:
     """What a cacheable answer varies with: the media type, and whatever says who is asking
-    (a token, the trusted proxy's user header, and in development the demo user's cookie), so
-    a browser never shows one person's private answer to the next."""
+    (a token, the trusted proxy's user header, and the cookies of a signed-in person's session
+    or, in development, of the demo user), so a browser never shows one person's private
+    answer to the next, nor a signed-in person's page to a visitor."""
     names = ["Accept", "Authorization", settings.user_header]
-    if not settings.production:
+    if not settings.production or settings.oidc_issuer:
         names.append("Cookie")
     return (b"vary", ", ".join(names).encode("latin-1"))
 

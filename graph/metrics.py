@@ -97,6 +97,12 @@ class Metrics:
         self.sql_queries = Gauge(
             "atrium_sql_queries", "SQL statements sent since start", registry=self.registry
         )
+        self.job_runs = Counter(
+            "atrium_job_runs",
+            "Scheduled job runs on this replica, by job (each runs on one replica per interval)",
+            ["job"],
+            registry=self.registry,
+        )
         self.cache = Gauge(
             "atrium_cache_lookups",
             "Cache lookups since start, by level (l1, l2, response, response-l2) and outcome "

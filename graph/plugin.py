@@ -154,7 +154,9 @@ class Plugin(Protocol):
 
 @dataclass(frozen=True, slots=True)
 class BackgroundJob:
-    """A coroutine run every ``interval`` seconds while the app serves; errors are logged."""
+    """A coroutine run every ``interval`` seconds while the app serves, on one replica at a
+    time: each round, whichever replica claims the job runs it (``sources.jobs``); errors are
+    logged. Work each replica must do for itself belongs in a plugin's lifespan."""
 
     name: str
     run: Callable[[Any], Awaitable[None]]  # receives the app's services

@@ -15,6 +15,7 @@ from graph.assembly import Assembly
 from graph.authz import TokenCache, resolve_viewer, viewer_of
 from graph.context import Context
 from graph.http_input import GetOperations
+from graph.identity import Identity
 from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
@@ -47,6 +48,12 @@ class Services:
     vary: tuple[bytes, bytes] = (b"vary", b"Accept, Authorization")  # set by create_app
     provided: ServiceDirectory | None = None  # set by create_app
     changes: ChangeFeed = field(default_factory=ChangeFeed)
+    # Sign-in's provider, sessions and bearer JWTs, connected by the lifespan when
+    # oidc_issuer is set.
+    identity: Identity | None = None
+    # Set when the replica is stopping (graph.drain): /readyz answers 503 so that balancers
+    # take it out, and answers close their connections; it goes on serving meanwhile.
+    draining: bool = False
 
     @property
     def database(self) -> Database:
@@ -56,12 +63,16 @@ class Services:
 
     async def viewer(self, request: HTTPConnection | None) -> Viewer:
         """Who is asking; a bad token raises NotAuthenticated."""
-        return await resolve_viewer(request, self.settings, self.database, self.tokens)
+        return await resolve_viewer(
+            request, self.settings, self.database, self.tokens, self.identity
+        )
 
     async def viewer_of(self, headers: dict[bytes, bytes], client: str | None) -> Viewer:
         """Who is asking, from a request's headers and address; a bad token raises
         NotAuthenticated."""
-        return await viewer_of(headers, client, self.settings, self.database, self.tokens)
+        return await viewer_of(
+            headers, client, self.settings, self.database, self.tokens, self.identity
+        )
 
     def record_request(
         self, method: str, operation: str | None, status: int, seconds: float
@@ -77,7 +88,7 @@ class Services:
         callers name theirs); a bad token raises NotAuthenticated."""
         db = self.database
         if viewer is None:
-            viewer = await resolve_viewer(request, self.settings, db, self.tokens)
+            viewer = await resolve_viewer(request, self.settings, db, self.tokens, self.identity)
         tags: set[str] = set()
         return Context(
             request=request,

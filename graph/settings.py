@@ -19,8 +19,9 @@ from pydantic_settings import (
 from sources.catalog.placeholders import FetchPolicy
 from sources.changes.delivery import DeliveryPolicy
 from sources.changes.outbox import Backoff
+from sources.db import DatabaseOptions
 
-__all__ = ["DatabasePooling", "LdapPreset", "Mode", "Settings"]
+__all__ = ["KEEP_ALIVE_TIMEOUT", "DatabasePooling", "LdapPreset", "Mode", "Settings"]
 
 
 class Mode(StrEnum):
@@ -42,6 +43,9 @@ class LdapPreset(StrEnum):
     ACTIVE_DIRECTORY = "active-directory"
 
 
+# Seconds idle keep-alive connections stay open unless ATRIUM_KEEP_ALIVE_TIMEOUT says.
+KEEP_ALIVE_TIMEOUT = 75
+
 # Secrets that are examples, not secrets: refused in production.
 _PLACEHOLDERS = {"", "changeme", "change-me", "secret", "password", "admin", "example"}
 
@@ -62,6 +66,12 @@ class Settings(BaseSettings):
     # nothing that needs a session (prepared statements, session advisory locks, startup
     # parameters) is used. See the README's "Running in production".
     database_pooling: DatabasePooling = DatabasePooling.SESSION
+    # Seconds to open a connection to PostgreSQL; past it a request answers 503 (UNAVAILABLE)
+    # instead of waiting for a database that does not answer.
+    database_connect_timeout: float = Field(default=5.0, gt=0, le=300)
+    # Seconds a statement may run before it is cancelled (the request then answers 503). Raise
+    # it for `atrium migrate` or an import that needs longer.
+    database_statement_timeout: float = Field(default=60.0, gt=0)
     data_dir: Path = Path(".atrium")
     # Plugin ids (entry-point names) that must not be loaded.
     disabled_plugins: Annotated[list[str], NoDecode] = Field(default_factory=list)
@@ -126,6 +136,11 @@ class Settings(BaseSettings):
     # Seconds a replica keeps serving after SIGTERM while /readyz says 503, so that the load
     # balancer takes it out before it stops; then in-flight requests finish and it exits.
     shutdown_grace: float = Field(default=10.0, ge=0, le=600)
+    # Seconds an idle keep-alive connection stays open: longer than the load balancer's own
+    # idle timeout (HAProxy keeps idle server connections about 5 s, AWS's ALB 60 s; Google's
+    # balancers 600 s want more), so that the balancer closes an idle connection, never Atrium
+    # just as the balancer sends a request on it (that request would be lost).
+    keep_alive_timeout: int = Field(default=KEEP_ALIVE_TIMEOUT, ge=1)
 
     # The console's build (Vite's manifest, hashed assets, the persisted-query manifest), as
     # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API
@@ -236,6 +251,33 @@ class Settings(BaseSettings):
             raise ValueError("change_hooks_lease must be at least twice change_hooks_timeout")
         return self
 
+    @model_validator(mode="after")
+    def _sign_in_complete(self) -> Settings:
+        """Sign-in needs its client and where browsers come back to; bearer JWTs need the
+        issuer. Half a configuration is refused at start, not found out at the first sign-in."""
+        if self.oidc_issuer is None:
+            if self.oidc_client_id or self.oidc_audience:
+                raise ValueError("oidc_client_id and oidc_audience need oidc_issuer")
+            return self
+        if not self.oidc_issuer.startswith(("https://", "http://")):
+            raise ValueError("oidc_issuer must be the issuer's URL (https://...)")
+        if not self.oidc_client_id:
+            if not self.oidc_audience:
+                raise ValueError(
+                    "oidc_issuer is set but neither oidc_client_id (sign-in) nor oidc_audience "
+                    "(the provider's access tokens) is"
+                )
+            return self
+        if not self.public_url or not self.public_url.startswith(("https://", "http://")):
+            raise ValueError(
+                "sign-in needs public_url, where browsers reach Atrium (https://...): the "
+                "redirect URI is {public_url}/auth/callback"
+            )
+        secret = self.oidc_client_secret.get_secret_value() if self.oidc_client_secret else ""
+        if not secret or (self.production and secret.strip().lower() in _PLACEHOLDERS):
+            raise ValueError("oidc_client_secret is missing or a placeholder")
+        return self
+
     @property
     def catalog_fetch(self) -> FetchPolicy:
         """What catalog imports may read over HTTP."""
@@ -258,6 +300,15 @@ class Settings(BaseSettings):
                 retry_for=self.change_hooks_retry_for,
             ),
             allowed_networks=tuple(self.change_hooks_allowed_networks),
+        )
+
+    @property
+    def database_options(self) -> DatabaseOptions:
+        """How to reach PostgreSQL."""
+        return DatabaseOptions(
+            transaction_pooling=self.database_pooling is DatabasePooling.TRANSACTION,
+            connect_timeout=self.database_connect_timeout,
+            statement_timeout=self.database_statement_timeout,
         )
 
     @property

@@ -4,7 +4,7 @@
 step                       module                what
 =========================  ====================  ==========================================
 read the request           graph.http_input      media type, CSRF, GET parameters or body
-who is asking              graph.authz           API token, trusted proxy, or anonymous
+who is asking              graph.authz           token, trusted proxy, session, anonymous
 for each operation:
   which document           graph.persisted       APQ hashes, trusted documents
   a kept answer?           loaders.responses     by document, variables and viewer
@@ -18,8 +18,9 @@ count and log              graph.services        metrics, the access log
 
 ``graphql_http`` is an ASGI app of its own that the app calls before Starlette's routing: a
 console's hot path is a GET answered from the response cache, and what it costs is mostly
-what is done around that lookup. Whatever goes wrong unexpectedly is a logged 500 in the
-same JSON shape as every other error.
+what is done around that lookup. The database out of reach is a 503 (``UNAVAILABLE``), at
+whichever step it shows; whatever goes wrong unexpectedly is a logged 500, both in the same
+JSON shape as every other error.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ import logging
 import time
 from typing import Any, Final
 
+import orjson
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 from strawberry.exceptions import MissingQueryError
@@ -59,13 +61,14 @@ from graph.http_output import (
     error_outcome,
     result_outcome,
     send_outcome,
+    unavailable_outcome,
 )
 from graph.persisted import Document, PersistedQueryMiss
 from graph.services import Services
 from graph.types import Receive, Scope, Send
 from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_answer_key
 from sources.auth import Viewer
-from sources.errors import NotAuthenticated
+from sources.errors import DatabaseUnavailable, NotAuthenticated
 
 __all__ = ["graphql_http", "run_in_process", "subscriptions"]
 
@@ -89,6 +92,9 @@ async def graphql_http(scope: Scope, receive: Receive, send: Send) -> None:
     except HTTPError as exc:
         media_type = JSON if media_type == HTML else media_type
         outcome = error_outcome(exc)
+    except DatabaseUnavailable as exc:
+        media_type = JSON if media_type == HTML else media_type
+        outcome = unavailable_outcome(exc)
     except Exception:
         log.exception("unexpected error answering a GraphQL request")
         outcome = Outcome(500, encode_json(INTERNAL_ERROR))
@@ -119,9 +125,12 @@ async def _answer(
         )
     client = scope.get("client")
     host = client[0] if client else None
-    viewer = viewer_without_token(headers, host, settings)
+    identity = services.identity
+    viewer = viewer_without_token(
+        headers, host, settings, identity.sessions if identity is not None else None
+    )
     if viewer is None:
-        viewer = await _token_viewer(services, headers, host)
+        viewer = await _verified_viewer(services, headers, host)
     if not viewer.scopes:
         raise HTTPError(
             401,
@@ -139,7 +148,7 @@ async def _answer(
     return Outcome(200, b"[" + b",".join(o.body for o in outcomes) + b"]", label)
 
 
-async def _token_viewer(
+async def _verified_viewer(
     services: Services, headers: dict[bytes, bytes], host: str | None
 ) -> Viewer:
     try:
@@ -285,12 +294,19 @@ async def run_in_process(
 ) -> Outcome:
     """Run a persisted query by its hash for a page the server renders, as a GET of it
     would run (the same document store, response cache, policies and ETags), without an
-    HTTP hop. HTTPError and PersistedQueryMiss propagate."""
+    HTTP hop. HTTPError and PersistedQueryMiss propagate, and DatabaseUnavailable is raised
+    when the database spoiled the answer: the page is then a 503 as a whole."""
     exchange = _Exchange(scope, _no_body, services, viewer, JSON, get=True)
     operation = Operation(
         None, variables, operation_name, {"persistedQuery": {"version": 1, "sha256Hash": digest}}
     )
-    return await exchange.run(operation)
+    outcome = await exchange.run(operation)
+    if outcome.status == 503:
+        errors = orjson.loads(outcome.body).get("errors") or []
+        raise DatabaseUnavailable(
+            next(e["message"] for e in errors if e["extensions"]["code"] == "UNAVAILABLE")
+        )
+    return outcome
 
 
 async def _no_body() -> dict[str, Any]:
@@ -329,6 +345,11 @@ def subscriptions(services: Services) -> Any:
                 except HTTPError as exc:
                     await self._refuse(
                         message, {"message": exc.message, "extensions": {"code": exc.code}}
+                    )
+                    return
+                except DatabaseUnavailable as exc:
+                    await self._refuse(
+                        message, {"message": str(exc), "extensions": {"code": "UNAVAILABLE"}}
                     )
                     return
                 message = {**message, "payload": {**payload, "query": document.text}}

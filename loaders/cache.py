@@ -10,6 +10,7 @@ failures and a log line says so once a minute.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any, Protocol
@@ -197,6 +198,7 @@ class Caches:
         # Other caches told of every change (the whole-response cache).
         self.subscribers: list[Subscriber] = []
         self._listener: asyncio.Task[None] | None = None
+        self._listening = asyncio.Event()  # subscribed to the channel now
         self._closing = False
 
     @property
@@ -241,9 +243,14 @@ class Caches:
         for subscriber in self.subscribers:
             subscriber.clear_local()
 
-    def start(self) -> None:
+    async def start(self, wait: float = 2.0) -> None:
+        """Listen to other replicas' changes. Returns once listening, so that a replica
+        never serves what it could not hear change, or after ``wait`` seconds when Redis does
+        not answer (the listener keeps trying; requests go on from L1 and the database)."""
         if self.redis is not None:
             self._listener = asyncio.create_task(self._listen(), name="cache invalidations")
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._listening.wait(), wait)
 
     async def stop(self) -> None:
         self._closing = True
@@ -275,6 +282,8 @@ class Caches:
                         self.clear_local()
                         missed = False
                     async for message in pubsub.listen():
+                        if message.get("type") == "subscribe":  # Redis confirms: listening
+                            self._listening.set()
                         if message.get("type") != "message":
                             continue
                         await self._drop(orjson.loads(message["data"]))
@@ -284,6 +293,7 @@ class Caches:
                 if self._closing:
                     return
                 missed = True
+                self._listening.clear()
                 self.stats.add("l2", "error")
                 log.warning("cache invalidation channel lost; retrying", extra={"error": str(exc)})
                 await asyncio.sleep(1.0)

@@ -33,9 +33,15 @@ class Viewer:
     """The subject of a request: a user (or group) ref, or nobody."""
 
     ref: str | None
-    via: str  # "proxy", "token", or "anonymous"
+    via: str  # "proxy", "session" (signed in with the provider), "token", or "anonymous"
     scopes: frozenset[str]
     token_name: str | None = None
+    # Whether the directory has the ref's entity. Someone it lacks (signed in with the
+    # provider all the same) may read, not change; the console says so.
+    known: bool = True
+    # How the provider names the person, for pages to show when the directory cannot.
+    name: str | None = None
+    picture: str | None = None
 
     @property
     def actor(self) -> str:

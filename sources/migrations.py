@@ -3,6 +3,11 @@
 A migration is a file ``NNNN_name.sql``. Each is applied in its own transaction and recorded with
 the SHA-256 of its text; a recorded migration whose file has since changed is refused loudly,
 because the database no longer matches what the code believes it is.
+
+The lock is transaction-level, taken by each migration's own transaction before it looks at
+what is pending: replicas starting together on an empty database apply each migration once,
+directly or through a pooler in transaction mode alike (a session lock would be held by a
+server session the pooler gives to others).
 """
 
 from __future__ import annotations
@@ -15,8 +20,8 @@ from dataclasses import dataclass
 from importlib.resources import files
 from pathlib import Path
 
-from sources.db import Database
-from sources.errors import MigrationError
+from sources.db import Database, Executor
+from sources.errors import DatabaseUnavailable, MigrationError
 
 __all__ = ["Migration", "apply_migrations", "core_migrations", "pending_migrations"]
 
@@ -70,7 +75,7 @@ def core_migrations() -> list[Migration]:
     return read_migrations("core", Path(str(files("migrations"))))
 
 
-async def pending_migrations(db: Database, migrations: list[Migration]) -> list[Migration]:
+async def pending_migrations(db: Executor, migrations: list[Migration]) -> list[Migration]:
     """Migrations not yet applied; raises if an applied one was changed."""
     exists = await db.fetchval("select to_regclass('atrium_migrations') is not null")
     applied: dict[tuple[str, int], tuple[str, str]] = {}
@@ -92,32 +97,30 @@ async def pending_migrations(db: Database, migrations: list[Migration]) -> list[
 
 
 async def apply_migrations(db: Database, migrations: list[Migration]) -> list[Migration]:
-    """Apply what is pending; replicas starting together wait on the lock, then find nothing."""
-    async with db.connection() as conn:
-        await conn.execute("select pg_advisory_lock($1)", _LOCK_KEY)
-        try:
-            await conn.execute(_CREATE_TABLE)
-            pending = await pending_migrations(db, migrations)
-            for migration in pending:
-                async with db.transaction() as tx:
-                    try:
-                        await tx.execute(migration.sql)
-                    except Exception as exc:
-                        raise MigrationError(
-                            f"migration {migration.scope}/{migration.version:04d}_{migration.name}"
-                            f" failed: {exc}"
-                        ) from exc
-                    await tx.execute(
-                        _RECORD,
-                        migration.scope,
-                        migration.version,
-                        migration.name,
-                        migration.checksum,
-                    )
-                log.info(
-                    "applied migration",
-                    extra={"scope": migration.scope, "migration": migration.version},
-                )
-            return pending
-        finally:
-            await conn.execute("select pg_advisory_unlock($1)", _LOCK_KEY)
+    """Apply what is pending, one migration per transaction, each under the lock; replicas
+    starting together wait on it in turn, and find nothing left to do."""
+    applied: list[Migration] = []
+    while True:
+        async with db.transaction() as tx:
+            await tx.execute("select pg_advisory_xact_lock($1)", _LOCK_KEY)
+            await tx.execute(_CREATE_TABLE)
+            pending = await pending_migrations(tx, migrations)
+            if not pending:
+                return applied
+            migration = pending[0]
+            try:
+                await tx.execute(migration.sql)
+            except DatabaseUnavailable:
+                raise
+            except Exception as exc:
+                raise MigrationError(
+                    f"migration {migration.scope}/{migration.version:04d}_{migration.name}"
+                    f" failed: {exc}"
+                ) from exc
+            await tx.execute(
+                _RECORD, migration.scope, migration.version, migration.name, migration.checksum
+            )
+        log.info(
+            "applied migration", extra={"scope": migration.scope, "migration": migration.version}
+        )
+        applied.append(migration)

@@ -2,15 +2,16 @@
 
 ``console_routes()`` gives the app its console: the pages (``ssr.pages``, made by
 ``ssr.render``), the build's assets under ``/assets/`` (``ssr.assets``); ``console_not_found``
-answers an address nothing is at with the console's 404 page (plain text for anything but a
-browser's page load). Layout and contract: README, "The console".
+answers an address nothing is at with the console's 404 page, and ``console_unavailable`` a
+request the database's absence stopped with a 503 page that tries again by itself (plain text
+for anything but a browser's page load). Layout and contract: README, "The console".
 """
 
 from __future__ import annotations
 
 from starlette.exceptions import HTTPException
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, Response
 from starlette.routing import BaseRoute, Mount, Route
 
 from ssr.assets import BuildFiles
@@ -24,7 +25,7 @@ from ssr.pages import (
     workload_page,
 )
 
-__all__ = ["Console", "console_not_found", "console_routes"]
+__all__ = ["Console", "console_not_found", "console_routes", "console_unavailable"]
 
 
 def console_routes(build: BuildFiles) -> list[BaseRoute]:
@@ -47,3 +48,20 @@ async def console_not_found(request: Request, exc: Exception) -> Response:
     if page_load and not request.url.path.startswith("/assets/"):
         return await missing_page(request, 404)
     return PlainTextResponse(str(detail), 404)
+
+
+# Seconds before the 503 page (and any client) tries again: a restart or a failover takes a few.
+RETRY_SECONDS = 2
+
+
+async def console_unavailable(request: Request, exc: Exception) -> Response:
+    """The database is away (``DatabaseUnavailable``, from any route): a page that says so and
+    reloads itself, rendered from nothing the database holds; plain text for the rest."""
+    headers = {"retry-after": str(RETRY_SECONDS), "cache-control": "no-store"}
+    console: Console | None = request.app.state.services.console
+    if console is None or "text/html" not in request.headers.get("accept", ""):
+        return PlainTextResponse(str(exc), 503, headers)
+    html = console.templates.get_template("unavailable.html").render(
+        reason=str(exc), retry=RETRY_SECONDS, inline=console.inline
+    )
+    return HTMLResponse(html, 503, headers)

@@ -18,13 +18,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
 from markupsafe import Markup
 from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 
-from graph.authz import viewer_of
 from graph.http_input import HTTPError
 from graph.services import Services
 from graph.view import run_in_process
@@ -34,7 +34,7 @@ from sources.errors import NotAuthenticated
 from ssr.compress import compress, negotiate
 from ssr.console import Console, PageCache, embed_json, panel_template
 from ssr.present import page_sections
-from ssr.viewer import page_data
+from ssr.viewer import page_data, sign_in_href
 
 __all__ = ["Answer", "Page", "render"]
 
@@ -52,11 +52,12 @@ SITE = "Atrium"
 # Scripts only from the build (/assets/, same origin) and the theme's inline one by its hash;
 # styles from the build and the inline critical CSS by its hash; style attributes (Gestalt's
 # components size some of their elements with them). The embedded results are data (type
-# application/json), which browsers never run. No inline handler.
+# application/json), which browsers never run. No inline handler. Forms go to Atrium, and
+# signing out (a form) on to the identity provider, which ends its session too.
 _POLICY = (
     "default-src 'self'; script-src 'self' {script}; style-src 'self' {style}; "
     "style-src-attr 'unsafe-inline'; img-src 'self' data: https:; connect-src 'self'; "
-    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'; "
+    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'{forms}; "
     "frame-ancestors 'none'"
 )
 
@@ -118,13 +119,7 @@ async def _respond(request: Request, page: Page) -> Response:
         )
     client = request.client.host if request.client else None
     try:
-        viewer = await viewer_of(
-            dict(request.scope["headers"]),
-            client,
-            services.settings,
-            services.database,
-            services.tokens,
-        )
+        viewer = await services.viewer_of(dict(request.scope["headers"]), client)
     except NotAuthenticated as exc:
         return PlainTextResponse(str(exc), 401, {"WWW-Authenticate": "Bearer"})
 
@@ -174,7 +169,9 @@ async def _respond(request: Request, page: Page) -> Response:
 
     headers = {
         "content-security-policy": _POLICY.format(
-            script=console.inline.script_hash, style=console.inline.style_hash
+            script=console.inline.script_hash,
+            style=console.inline.style_hash,
+            forms=_provider_origin(services.settings.oidc_issuer),
         ),
         "x-content-type-options": "nosniff",
         "referrer-policy": "same-origin",
@@ -200,10 +197,12 @@ async def _respond(request: Request, page: Page) -> Response:
         assets={"entry": assets.entry, "icon": "/assets/logo.svg"},
         route=page.route,
         viewer=viewer,
-        viewer_info=about["viewer"] | {"demoUsers": about.get("demoUsers")},
+        viewer_info=about["viewer"]
+        | {"demoUsers": about.get("demoUsers"), "signIn": about["signIn"]},
         ref=page.ref,
         status=status,
         request_path=request.url.path,
+        sign_in_href=sign_in_href(request.url.path, request.url.query),
         sections=sections,
         starred=bool(((data.get("EntityViewer") or {}).get("entity") or {}).get("viewerStarred")),
         refused=main.refused if main is not None else [],
@@ -380,6 +379,13 @@ def _page_etag(
     parts += [viewer.via, viewer.ref or "", viewer.token_name or ""]
     digest = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
     return f'"p{digest}"'
+
+
+def _provider_origin(issuer: str | None) -> str:
+    if not issuer:
+        return ""
+    parts = urlsplit(issuer)
+    return f" {parts.scheme}://{parts.netloc}"
 
 
 def _matches(if_none_match: str | None, etag: str) -> bool:

@@ -1,5 +1,6 @@
 """Who a page is for, as the page says it (``<script id="atrium-page">``): the mode, the viewer
-by name and picture, the panels the server offers and, in development, the demo users one may
+by name and picture (and whether the directory knows them), whether people sign in with the
+identity provider, the panels the server offers and, in development, the demo users one may
 act as."""
 
 from __future__ import annotations
@@ -7,13 +8,14 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any
+from urllib.parse import urlencode
 
 from graph.services import Services
 from sources.auth import Viewer
 from ssr.console import Console
 from ssr.present import display_name, picture
 
-__all__ = ["page_data"]
+__all__ = ["page_data", "sign_in_href"]
 
 log = logging.getLogger("atrium.console")
 
@@ -26,18 +28,34 @@ _PERSON = """query Person($ref: String!) { entity(ref: $ref) {
   ... on Group { profile { displayName picture } } } }"""
 
 
+def sign_in_href(path: str, query: str) -> str:
+    """The header's "Sign in": back to this page afterwards (as Header.tsx writes it)."""
+    return "/auth/login?" + urlencode({"next": f"{path}?{query}" if query else path})
+
+
 async def page_data(services: Services, console: Console, viewer: Viewer) -> dict[str, Any]:
     settings = services.settings
     data: dict[str, Any] = {
         "mode": settings.mode.value,
-        "viewer": {"ref": viewer.ref, "via": viewer.via, "name": None, "picture": None},
+        "viewer": {
+            "ref": viewer.ref,
+            "via": viewer.via,
+            "name": None,
+            "picture": None,
+            "known": viewer.known,
+        },
         "panels": sorted({p.operation for p in console.panels}),
+        # Whether people sign in with the identity provider (the header offers it).
+        "signIn": bool(settings.oidc_issuer and settings.oidc_client_id),
     }
     if viewer.ref is not None:
+        # The directory's name and picture; the provider's for someone it does not know.
         person = await _person(services, console, viewer.ref)
         data["viewer"] |= {
-            "name": display_name(person) if person else viewer.ref.rpartition("/")[2],
-            "picture": picture(person) if person else None,
+            "name": display_name(person)
+            if person
+            else viewer.name or viewer.ref.rpartition("/")[2],
+            "picture": (picture(person) if person else None) or viewer.picture,
         }
     if not settings.production:
         data["demoUsers"] = await _demo_users(services, console)

@@ -20,7 +20,7 @@ from starlette.applications import Starlette
 from graph.app import create_app
 from graph.plugin import Plugin
 from graph.settings import Settings
-from sources.db import Database
+from sources.db import Database, DatabaseOptions
 from sources.migrations import apply_migrations, core_migrations
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -149,9 +149,51 @@ async def database_url(pg_admin_url: str, template_db: str) -> AsyncIterator[str
         await conn.execute(f'drop database if exists "{name}" with (force)')
 
 
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """Tests marked ``pgbouncer`` run twice: on the database directly, and with ``db`` and
+    ``make_client`` going through PgBouncer in transaction pooling mode."""
+    if metafunc.definition.get_closest_marker("pgbouncer") and (
+        "database_pooling" in metafunc.fixturenames
+    ):
+        metafunc.parametrize(
+            "database_pooling",
+            ["session", "transaction"],
+            indirect=True,
+            ids=["unpooled", "pgbouncer"],
+        )
+
+
 @pytest.fixture
-async def db(database_url: str) -> AsyncIterator[Database]:
-    database = await Database.connect(database_url, min_size=1, max_size=4)
+def database_pooling(request: pytest.FixtureRequest) -> str:
+    """How ``db`` and ``make_client`` reach the test's database: ``session`` (directly) or
+    ``transaction`` (through ``pgbouncer``)."""
+    return str(getattr(request, "param", "session"))
+
+
+@pytest.fixture(scope="session")
+def pgbouncer(pg_admin_url: str) -> Iterator[Any]:
+    """Debian's PgBouncer in transaction pooling mode in front of the tests' PostgreSQL."""
+    from tests.production.pgbouncer import pgbouncer as start
+
+    with start(pg_admin_url) as started:
+        yield started
+
+
+def _through(request: pytest.FixtureRequest, url: str, pooling: str) -> str:
+    """``url``, or the same database through ``pgbouncer`` for transaction pooling."""
+    if pooling == "session":
+        return url
+    bouncer = request.getfixturevalue("pgbouncer")
+    return str(bouncer.url(url))
+
+
+@pytest.fixture
+async def db(
+    request: pytest.FixtureRequest, database_url: str, database_pooling: str
+) -> AsyncIterator[Database]:
+    url = _through(request, database_url, database_pooling)
+    options = DatabaseOptions(transaction_pooling=database_pooling == "transaction")
+    database = await Database.connect(url, options, min_size=1, max_size=4)
     yield database
     await database.close()
 
@@ -228,13 +270,17 @@ AppFactory = Callable[..., Any]
 
 
 @pytest.fixture
-async def make_client(database_url: str) -> AsyncIterator[AppFactory]:
+async def make_client(
+    request: pytest.FixtureRequest, database_url: str, database_pooling: str
+) -> AsyncIterator[AppFactory]:
     """Start apps on this test's database; each is stopped when the test ends."""
     stack: list[tuple[Starlette, Any, Client]] = []
+    url = _through(request, database_url, database_pooling)
 
     async def start(plugins: list[Plugin] | None = None, **overrides: Any) -> Client:
         defaults = {
-            "database_url": database_url,
+            "database_url": url,
+            "database_pooling": database_pooling,
             # httpx's ASGI transport calls from 127.0.0.1: the tests' "proxy".
             "trusted_proxies": ["127.0.0.1"],
             "admin_group": "group:default/admins",

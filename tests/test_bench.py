@@ -28,7 +28,7 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=480,  # every scenario, the replicas behind HAProxy included
         env={**os.environ, "ATRIUM_BENCH_DATABASE_URL": pg_admin_url},
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -68,6 +68,11 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "Atrium: metrics panel, metrics cache warm",
         "import with a change hook",
         "to a receiver on 127.0.0.1, after the import, every signature valid",
+        # Replicas behind HAProxy: the floor, one to three replicas, the costs per request.
+        "floor (Starlette behind HAProxy)",
+        "3 replicas",
+        "capacity (from 1 replica, which has a core to itself)",
+        "Redis commands per request by command",
     ):
         assert scenario in result.stdout
     # The warm metrics cache answered every cached panel: Prometheus was asked nothing.

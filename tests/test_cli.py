@@ -101,6 +101,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
 
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
+    env["ATRIUM_SHUTDOWN_GRACE"] = "0"  # no balancer to leave: SIGTERM stops it at once
     process = subprocess.Popen(
         [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
         cwd=tmp_path,
@@ -178,7 +179,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         "demo metrics and alerts serving",
         "demo metrics history written",
     )
-    routine = ("applied migration", "graphql request", "demo started")
+    routine = ("applied migration", "graphql request", "demo started", "stopping now")
     said = [entry["message"] for entry in logs if entry["message"] not in routine]
     assert all(message.startswith(expected) for message in said), output
     # Stopping the server stops the embedded PostgreSQL it started, the demo's cluster, its

@@ -131,6 +131,7 @@ def atrium_serve(database_url: str) -> Iterator[tuple[str, Path]]:
     atrium.toml of the caller's applies."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     env["ATRIUM_DATABASE_URL"] = database_url
+    env["ATRIUM_SHUTDOWN_GRACE"] = "0"  # no balancer to leave: SIGTERM stops it at once
     with tempfile.TemporaryDirectory(prefix="atrium-served-") as tmp:
         log = Path(tmp, "server.log")
         for _ in range(3):  # the free port may be taken before the server binds it

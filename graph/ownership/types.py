@@ -70,7 +70,9 @@ class Ownership:
 )
 class ViewerType:
     ref: str | None
-    authenticated_by: str = strawberry.field(description="proxy, token or anonymous")
+    authenticated_by: str = strawberry.field(
+        description="proxy, session (signed in with the provider), token, demo or anonymous"
+    )
     scopes: list[str]
     is_admin: bool
 

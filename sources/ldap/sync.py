@@ -5,7 +5,8 @@ Safety rules, each a complaint about other tools' LDAP sync:
 - a run that would delete more than a share of users or of groups stops, changing nothing,
   unless forced (the deletion brake);
 - a record that does not fit is skipped and reported with its DN; the rest syncs;
-- one replica syncs at a time (a PostgreSQL advisory lock); an unchanged directory writes
+- one replica syncs at a time (a PostgreSQL advisory lock, held by a transaction open for the
+  run, so that it holds behind PgBouncer in transaction mode too); an unchanged directory writes
   nothing to the catalog.
 """
 
@@ -95,18 +96,15 @@ async def sync_directory(
 ) -> SyncReport:
     """Run one sync under the lock. ``only_if_older_than`` (seconds) skips a run when another
     replica ran one that recently, so N replicas sync once per interval, not N times."""
-    async with db.connection() as lock:
-        if not await lock.fetchval("select pg_try_advisory_lock($1)", LOCK_KEY):
+    async with db.try_lock(LOCK_KEY) as held:
+        if not held:
             raise SyncInProgress("another directory sync is running")
-        try:
-            if only_if_older_than is not None:
-                last: datetime | None = await db.fetchval(_LAST_STARTED)
-                now: datetime = await db.fetchval("select now()")
-                if last is not None and (now - last).total_seconds() < only_if_older_than:
-                    return SyncReport(run_id=0, outcome="not-due")
-            return await _run(db, config, brake=brake, force=force, progress=progress)
-        finally:
-            await lock.execute("select pg_advisory_unlock($1)", LOCK_KEY)
+        if only_if_older_than is not None:
+            last: datetime | None = await db.fetchval(_LAST_STARTED)
+            now: datetime = await db.fetchval("select now()")
+            if last is not None and (now - last).total_seconds() < only_if_older_than:
+                return SyncReport(run_id=0, outcome="not-due")
+        return await _run(db, config, brake=brake, force=force, progress=progress)
 
 
 async def _run(

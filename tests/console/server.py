@@ -126,6 +126,8 @@ def _environment(
             "ATRIUM_DEPLOYMENTS_CHECK_INTERVAL": "0.2",
             # Pages wait for every panel: a test asserts what the page holds, not how fast.
             "ATRIUM_SSR_PANEL_BUDGET": "5",
+            # No balancer to leave: SIGTERM stops it at once.
+            "ATRIUM_SHUTDOWN_GRACE": "0",
         }
         | (extra or {})
     )
@@ -142,8 +144,10 @@ async def atrium_serve(
     *,
     mode: str = "development",
     extra: dict[str, str] | None = None,
+    port: int | None = None,
 ) -> AsyncIterator[Served]:
-    """`atrium serve` on 127.0.0.1, ready (and its clusters listed), stopped on the way out.
+    """`atrium serve` on 127.0.0.1, ready (and its clusters listed), stopped on the way out;
+    on ``port`` when given (a replica restarted where browsers know it), else a free one.
 
     Asynchronous throughout: the emulated clusters answer from this same event loop."""
     if not (WEB_DIST / ".vite" / "manifest.json").is_file():
@@ -151,8 +155,9 @@ async def atrium_serve(
     with tempfile.TemporaryDirectory(prefix="atrium-console-") as tmp:
         env = _environment(Path(tmp), database_url, clusters, mode, extra)
         log = Path(tmp, "server.log")
-        for _ in range(3):  # the free port may be taken before the server binds it
-            port = _free_port()
+        # A free port may be taken before the server binds it: then another.
+        for _ in range(1 if port is not None else 3):
+            listen = port or _free_port()
             with _open_log(log) as out:
                 process = await asyncio.create_subprocess_exec(
                     sys.executable,
@@ -162,13 +167,13 @@ async def atrium_serve(
                     "--host",
                     "127.0.0.1",
                     "--port",
-                    str(port),
+                    str(listen),
                     cwd=tmp,
                     env=env,
                     stdout=out,
                     stderr=asyncio.subprocess.STDOUT,
                 )
-            served = Served(f"http://127.0.0.1:{port}", log, mode)
+            served = Served(f"http://127.0.0.1:{listen}", log, mode)
             try:
                 if await _ready(process, served, len(clusters)):
                     yield served

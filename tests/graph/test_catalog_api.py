@@ -8,6 +8,10 @@ import pytest
 
 from tests.conftest import Client
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 PAGE = """
 query Page($ref: String!) {
   entity(ref: $ref) {

@@ -27,6 +27,10 @@ from tests.slapd import (
     user_dn,
 )
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 DIRECTORY = "\n".join(
     [
         person("ada", "Ada Lovelace"),

@@ -12,6 +12,10 @@ from graph.persisted import read_manifest, trust
 from sources.persisted import document_hash
 from tests.conftest import AppFactory, Client
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 QUERY = '{ entity(ref: "component:default/nothing") { ref } }'
 GET = {"apollo-require-preflight": "true"}
 

@@ -19,6 +19,10 @@ from plugins.deployments.settings import DeploymentSettings
 from tests.conftest import AppFactory, Client
 from tests.plugins.deploy_env import GITHUB_SECRET, Env, deploy_env, github_event
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 PAGE = """query Deploys($ref: String!) { entity(ref: $ref) { ... on Component {
   pipeline { stages { name current { release { version } } } }
   deployments(first: 20) { totalCount edges { node { id state stage release { version } } } } } } }"""

@@ -24,6 +24,9 @@ from tests.plugins.deploy_env import (
     signed,
 )
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
 
 @pytest.fixture
 async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:

@@ -19,6 +19,10 @@ import pytest
 from tests.conftest import AppFactory
 from tests.plugins.deploy_env import CD_SECRET, Env, deploy_env, eventually, free_port
 
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 PROMOTE = """mutation($c: String!, $r: String!, $s: String!) {
   promoteRelease(component: $c, release: $r, stage: $s) { id state stage isRollback actor
     release { version artifact } } }"""

@@ -29,6 +29,10 @@ from tests.slapd import (
 )
 
 # engineering ⊃ platform ⊃ sre; ops and oncall contain each other (a cycle).
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
+
 DIRECTORY = "\n".join(
     [
         person("ada", "Ada Lovelace", mail="ada@example.org"),
@@ -182,11 +186,10 @@ async def test_one_replica_syncs_at_a_time(db: Database, database_url: str, slap
     other = await Database.connect(database_url, min_size=1, max_size=1)
     try:
         # Another replica, mid-sync, holds the lock.
-        async with other.connection() as conn:
-            await conn.execute("select pg_advisory_lock($1)", LOCK_KEY)
+        async with other.try_lock(LOCK_KEY) as held:
+            assert held
             with pytest.raises(SyncInProgress):
                 await sync_directory(db, config_for(slapd), brake=0.1)
-            await conn.execute("select pg_advisory_unlock($1)", LOCK_KEY)
     finally:
         await other.close()
     assert await db.fetchval("select count(*) from ldap_sync_runs") == 0

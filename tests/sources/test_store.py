@@ -1,9 +1,15 @@
 from __future__ import annotations
 
+import pytest
+
 from sources.catalog.documents import parse_documents
 from sources.catalog.queries import entities_by_refs, relations_of
 from sources.catalog.store import apply_batch
 from sources.db import Database
+
+# Also run through PgBouncer in transaction pooling mode (tests/conftest.py).
+pytestmark = pytest.mark.pgbouncer
+
 
 TEAM = """
 apiVersion: backstage.io/v1alpha1

@@ -19,8 +19,16 @@ function TeamRedirect() {
 
 // A link within the console is a client-side navigation; anything else (another site, a new
 // tab, a download, the API) the browser's.
+// Pages of the console; not its assets, the API, nor sign-in (the server's, off to the provider).
 function internal(href: string, target?: string | null): boolean {
-  return href.startsWith("/") && !href.startsWith("//") && !href.startsWith("/assets/") && !href.startsWith("/graphql") && !target;
+  return (
+    href.startsWith("/") &&
+    !href.startsWith("//") &&
+    !href.startsWith("/assets/") &&
+    !href.startsWith("/graphql") &&
+    !href.startsWith("/auth/") &&
+    !target
+  );
 }
 
 // After a navigation to another page: its top, and the keyboard's focus on its content (a

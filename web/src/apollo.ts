@@ -5,6 +5,7 @@ import { getMainDefinition } from "@apollo/client/utilities";
 import { generatePersistedQueryIdsFromManifest } from "@apollo/persisted-query-lists";
 import { createClient } from "graphql-ws";
 import { pluginTypePolicies } from "./pluginPolicies";
+import { reconnect } from "./reconnect.mjs";
 
 // The schema's interfaces and what implements them, for fragments on Entity and Node.
 const ENTITY_KINDS = ["Component", "API", "Resource", "System", "Domain", "Group", "User", "Location"];
@@ -52,6 +53,7 @@ export function client(): ApolloClient {
     createClient({
       url: `${location.protocol === "https:" ? "wss" : "ws"}://${location.host}/graphql`,
       lazy: true,
+      ...reconnect,
     }),
   );
   const link = ApolloLink.split(

@@ -7,7 +7,10 @@ export interface DemoUser {
 
 export interface PageData {
   mode: "development" | "production";
-  viewer: { ref: string | null; via: string; name: string | null; picture: string | null };
+  // known: whether the directory knows the viewer (someone it lacks may read, not change).
+  viewer: { ref: string | null; via: string; name: string | null; picture: string | null; known?: boolean };
+  // Whether people sign in with the identity provider: the header offers it.
+  signIn?: boolean;
   demoUsers?: DemoUser[];
   // The panel operations the server offers (plugins register them only when they can answer,
   // e.g. when their backend is configured); missing on a page the server did not render.

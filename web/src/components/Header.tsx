@@ -1,6 +1,6 @@
 import logo from "../../public/logo.svg?raw";
 import { Link, useLocation } from "react-router";
-import { Avatar, IconButton } from "../kit";
+import { Avatar, ButtonLink, IconButton, SubmitButton } from "../kit";
 import { page } from "../page";
 import { toggleColorScheme } from "../theme";
 import { Suggest } from "./Suggest";
@@ -9,7 +9,7 @@ const COOKIE = "atrium_demo_user";
 
 // The frame's header, as the server's HTML lays it out (ssr/templates/_header.html).
 export function Header() {
-  const { pathname } = useLocation();
+  const { pathname, search } = useLocation();
   const current = (path: string) => (path === "/" ? pathname === "/" : pathname === path);
   const viewer = page.viewer;
   return (
@@ -34,21 +34,42 @@ export function Header() {
         <div className="atrium-tools">
           <IconButton icon="contrast" label="Switch between light and dark colours" onClick={toggleColorScheme} />
           <div className="atrium-viewer">
-            {page.demoUsers ? (
+            {viewer.via === "session" ? (
+              <>
+                <Avatar name={viewer.name ?? ""} src={viewer.picture} size="sm" />
+                <span className="atrium-viewer-name">{viewer.name}</span>
+                {/* A form, not a script: signing out works without JavaScript. */}
+                <form className="atrium-signout" method="post" action="/auth/logout">
+                  <SubmitButton text="Sign out" gray />
+                </form>
+              </>
+            ) : page.demoUsers ? (
               <ActAs />
             ) : viewer.ref ? (
               <>
                 <Avatar name={viewer.name ?? ""} src={viewer.picture} size="sm" />
                 <span className="atrium-viewer-name">{viewer.name}</span>
               </>
+            ) : page.signIn ? (
+              <ButtonLink href={signInHref(pathname, search)} text="Sign in" />
             ) : (
               <span className="atrium-viewer-name">Not signed in</span>
             )}
           </div>
         </div>
       </header>
+      {viewer.via === "session" && viewer.known === false ? (
+        <p className="atrium-stranger" role="status">
+          You are signed in as {viewer.name}, whom the directory does not know: you can read, not change.
+        </p>
+      ) : null}
     </>
   );
+}
+
+// Sign in, then back to this page (as ssr/viewer.py's sign_in_href writes it).
+function signInHref(pathname: string, search: string) {
+  return `/auth/login?${new URLSearchParams({ next: pathname + search })}`;
 }
 
 // Development only: act as a demo user (a cookie the server honours in development alone).

@@ -187,9 +187,9 @@ export function Button({
   );
 }
 
-// A form's submit button: the form works without JavaScript too.
-export function SubmitButton({ text }: { text: string }) {
-  return <GButton text={text} size="md" color="blue" type="submit" />;
+// A form's submit button: the form works without JavaScript too. Gray for a secondary action.
+export function SubmitButton({ text, gray }: { text: string; gray?: boolean }) {
+  return <GButton text={text} size="md" color={gray ? "gray" : "blue"} type="submit" />;
 }
 
 export function IconButton({

@@ -92,6 +92,7 @@ add("button", <Button text={m("text")} />);
 add("button.danger", <Button text={m("text")} danger />);
 add("button.primary", <Button text={m("text")} primary />);
 add("button.submit", <SubmitButton text={m("text")} />);
+add("button.submit-gray", <SubmitButton text={m("text")} gray />);
 for (const icon of ["star", "star-outline", "contrast"] as const) {
   add(`icon-button.${icon}`, <IconButton icon={icon} label={m("label")} selected={icon === "star"} />);
 }

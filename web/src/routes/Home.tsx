@@ -7,6 +7,7 @@ import { Empty, Loading, Notice, Section } from "../components/Section";
 import { kindHref } from "../catalogUrl";
 import { document } from "../documents";
 import { AppLink, ButtonLink, Row, Small, Status, Table, TBody, Td, Th, THead } from "../kit";
+import { page } from "../page";
 import { DESCRIPTION, usePageMeta } from "../pageMeta";
 import { attentionStatus, displayName, homeLead, homeServices, kindLabel } from "../present";
 import { Recent } from "./home/Recent";
@@ -44,7 +45,10 @@ export default function Home() {
   const services = homeServices(v);
   return (
     <>
-      <PageHead title={`Welcome, ${v.user ? displayName(v.user) : v.ref.slice(v.ref.lastIndexOf("/") + 1)}`} lead={homeLead(v)} />
+      <PageHead
+        title={`Welcome, ${v.user ? displayName(v.user) : (page.viewer.name ?? v.ref.slice(v.ref.lastIndexOf("/") + 1))}`}
+        lead={homeLead(v)}
+      />
       <Section id="attention" title="Needs attention">
         {v.attention?.length ? (
           <ul className="atrium-list atrium-attention">

@@ -4,10 +4,10 @@ import { document } from "../../documents";
 import { IconButton } from "../../kit";
 import { page } from "../../page";
 
-// Star an entity to find it on home and in the catalog's "starred"; for signed-in people only
-// (the server writes the same button from the same answer).
+// Star an entity to find it on home and in the catalog's "starred"; for signed-in people the
+// directory knows (the server writes the same button from the same answer).
 export function StarButton({ entityRef }: { entityRef: string }) {
-  const signedIn = Boolean(page.viewer.ref);
+  const signedIn = Boolean(page.viewer.ref) && page.viewer.known !== false;
   const client = useApolloClient();
   const { data } = useQuery<any>(document("EntityViewer"), { variables: { ref: entityRef }, skip: !signedIn });
   const [star] = useMutation<any>(document("StarEntity"));

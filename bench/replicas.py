@@ -1,0 +1,346 @@
+"""The replicas scenario: what 1, 2 and 3 ``atrium serve`` replicas behind HAProxy serve on
+this machine, and what each request costs them, for a capacity plan.
+
+Three replicas run as production runs them (``atrium serve``, production mode, one worker
+each, sharing the scratch database and a Redis of the scenario's own), behind Debian's
+HAProxy (``bench.haproxy``: one instance with one replica, one with two, one with three). The
+floor is a bare Starlette endpoint on the same stack (uvicorn, uvloop, httptools) behind the
+same HAProxy, answering the cached GET's bytes. A load process keeps 16 keep-alive
+connections busy with a console's mix, in every block of ten requests:
+
+- 6 persisted GETs of a component's page answered from the response cache (the console's
+  navigation, most of its traffic);
+- 2 persisted GETs of other components' pages, never asked before (each burst takes refs of
+  its own: the entities come from PostgreSQL or Redis, the answer is executed);
+- 1 console page (server-rendered, as a browser first loads it), when the console is built;
+- 1 mutation (a person starring and unstarring a component: a write, an audit row, an
+  invalidation published to every replica).
+
+Targets are measured in rounds, their order rotating. Per request: the replicas' CPU time
+(all of them together, from /proc), HAProxy's, Redis commands (``INFO commandstats``, this
+Redis serves nothing else) and SQL statements (``atrium_sql_queries`` in each replica's
+/metrics, a scrape's own subtracted). On a 2-core machine three replicas, HAProxy and the
+load share two cores: requests per second cannot grow with the replicas, and the capacity
+plan comes from the cost per request instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import multiprocessing
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import AsyncIterator, Iterator, Sequence
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Final
+from urllib.parse import urlencode
+
+import orjson
+import redis
+
+from bench.database import scratch_database
+from bench.generate import generate
+from bench.haproxy import haproxy
+from bench.harness import BenchFailure
+from bench.replica_procs import ROOT, Replica, free_port, serve_environment
+from bench.replicas_load import PAGE, MixResult, MixSpec, run_mix
+from bench.replicas_report import FLOOR, Target, print_targets
+from bench.scenarios import pick_inputs
+from bench.serving import COMPONENT_PAGE, GET_HEADERS, MEDIA_TYPE
+from bench.serving_load import fetch, request_bytes
+from bench.serving_procs import running_servers
+from graph.app import create_app
+from graph.persisted import trust
+from graph.settings import Settings
+from sources.persisted import document_hash
+
+__all__ = ["run_replicas"]
+
+CONNECTIONS: Final = 16
+WEB_DIST: Final = ROOT / "web" / "dist"
+STAR: Final = "mutation BenchStar($ref: String!) { starEntity(ref: $ref) { ref } }"
+UNSTAR: Final = "mutation BenchUnstar($ref: String!) { unstarEntity(ref: $ref) { ref } }"
+
+
+async def run_replicas(*, quick: bool, seed: int, rounds: int | None = None) -> None:
+    """``rounds``: timed bursts per target (3 with ``quick``, else 6); a short run (quick, or
+    fewer than 5 rounds) has shorter bursts on a smaller catalog."""
+    started = time.perf_counter()
+    short = quick or (rounds is not None and rounds < 5)
+    rounds = rounds or (3 if quick else 6)
+    entities = 2_000 if short else 5_000
+    burst = 1.0 if short else 2.0
+    console = (WEB_DIST / ".vite" / "manifest.json").is_file()
+    async with scratch_database() as scratch:
+        print(f"\nreplicas: scratch database {scratch.name} on the {scratch.server}")
+        inputs = await _prepare(scratch.url, entities, seed)
+        with _redis_server() as redis_url, tempfile.TemporaryDirectory() as tmp:
+            env = serve_environment(_settings(scratch.url, redis_url, console))
+            replicas = [Replica(name, env, Path(tmp)) for name in ("a", "b", "c")]
+            try:
+                await asyncio.gather(*(r.start() for r in replicas))
+                await asyncio.gather(*(r.ready() for r in replicas))
+                async with _targets(replicas, inputs) as targets, _load_process() as pool:
+                    print(
+                        f"{entities:,} entities; 3 replicas, HAProxy {_haproxy_version()}; "
+                        f"{CONNECTIONS} keep-alive connections; {rounds} rounds of {burst:g} s "
+                        f"per target; the mix: {_mix_words(console)}"
+                    )
+                    await _measure(targets, inputs, pool, redis_url, rounds, burst, console)
+            finally:
+                for replica in replicas:  # SIGTERM (no grace here), SIGKILL if that failed
+                    with contextlib.suppress(AssertionError):
+                        await replica.stop()
+                    await replica.kill()
+        print_targets(targets)
+    print(
+        f"\nreplicas took {time.perf_counter() - started:.0f} s; servers stopped, database dropped"
+    )
+
+
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    page: str  # the cached component page's ref
+    others: list[str]  # components for uncached pages
+    user: str  # the person who stars
+
+
+async def _prepare(url: str, entities: int, seed: int) -> Inputs:
+    app = create_app(Settings(database_url=url), plugins=[])
+    async with app.router.lifespan_context(app):  # the core's migrations
+        await generate(url, entities, seed=seed)
+        db = app.state.services.database
+        page = (await pick_inputs(db)).component
+        others = [
+            row["ref"]
+            for row in await db.fetch(
+                "select ref from entities where kind = 'Component' and ref <> $1 order by ref", page
+            )
+        ]
+        user = await db.fetchval(
+            "select name from entities where kind = 'User' order by ref limit 1"
+        )
+        await trust(db, [(document_hash(d), d, None) for d in (COMPONENT_PAGE, STAR, UNSTAR)])
+    return Inputs(page, others, user)
+
+
+def _settings(database_url: str, redis_url: str, console: bool) -> dict[str, str]:
+    return {
+        "ATRIUM_MODE": "production",
+        "ATRIUM_DATABASE_URL": database_url,
+        "ATRIUM_REDIS_URL": redis_url,
+        "ATRIUM_CACHE_PREFIX": "bench",
+        "ATRIUM_TRUSTED_PROXIES": "127.0.0.1",  # HAProxy, naming the person who stars
+        "ATRIUM_WEB_DIR": str(WEB_DIST) if console else "/nonexistent-console-build",
+        # No Prometheus nor clusters here: their panels would answer UNAVAILABLE, and a page
+        # holding a failed answer is never kept.
+        "ATRIUM_DISABLED_PLUGINS": "observability,pincompute",
+        "ATRIUM_SHUTDOWN_GRACE": "0",
+    }
+
+
+@contextlib.asynccontextmanager
+async def _targets(replicas: list[Replica], inputs: Inputs) -> AsyncIterator[list[Target]]:
+    """The floor and HAProxy in front of 1, 2 and 3 replicas, each checked once."""
+    reply = await fetch(replicas[0].port, _get(replicas[0].port, inputs.page))
+    if reply.status != 200 or b'"errors"' in reply.body:
+        raise replicas[0].failure(f"the page's GET: HTTP {reply.status} {reply.body[:300]!r}")
+    async with running_servers() as servers, contextlib.AsyncExitStack() as stack:
+        with tempfile.TemporaryDirectory() as tmp:
+            body = Path(tmp, "body.json")
+            await asyncio.to_thread(body.write_bytes, reply.body)
+            floor = await servers.start(FLOOR, "floor", str(body), MEDIA_TYPE)
+        groups: list[tuple[str, list[Replica], dict[str, int]]] = [
+            (FLOOR, [], {"floor": floor.port})
+        ]
+        for n in (1, 2, 3):
+            group = replicas[:n]
+            groups.append((f"{n} replica{'s' * (n > 1)}", group, {r.name: r.port for r in group}))
+        targets = []
+        for name, group, servers_of in groups:
+            check = "/readyz" if group else "/healthz"  # the floor has no readiness
+            proxy = await stack.enter_async_context(haproxy(free_port(), servers_of, check))
+            for server in servers_of:
+                await proxy.until(server, "UP")
+            pids = [r.pid for r in group] or [floor.pid]
+            targets.append(Target(name, proxy, group, pids))
+        yield targets
+
+
+@contextlib.asynccontextmanager
+async def _load_process() -> AsyncIterator[ProcessPoolExecutor]:
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
+        yield pool
+
+
+async def _measure(
+    targets: list[Target],
+    inputs: Inputs,
+    pool: ProcessPoolExecutor,
+    redis_url: str,
+    rounds: int,
+    burst: float,
+    console: bool,
+) -> None:
+    costs = {r.name: await _scrape_cost(r) for t in targets for r in t.replicas}
+    atriums = len(targets) - 1
+    share = len(inputs.others) // ((rounds + 1) * atriums)  # refs never asked twice
+    commands = redis.Redis.from_url(redis_url)
+    slices = iter(range(0, share * (rounds + 1) * atriums, share))
+    try:
+        for round_ in range(-1, rounds):  # the first round warms up, unrecorded
+            shift = max(round_, 0) % len(targets)
+            for target in [*targets[shift:], *targets[:shift]]:
+                start = next(slices) if target.replicas else 0
+                others = inputs.others[start : start + share] if target.replicas else []
+                requests = _mix(target, inputs, others, console)
+                await _burst(target, requests, pool, commands, costs, burst, record=round_ >= 0)
+    finally:
+        commands.close()
+
+
+async def _burst(
+    target: Target,
+    requests: list[tuple[str, bytes]],
+    pool: ProcessPoolExecutor,
+    commands: redis.Redis,
+    costs: dict[str, float],
+    seconds: float,
+    *,
+    record: bool,
+) -> None:
+    spec = MixSpec(target.proxy.port, requests, CONNECTIONS, 0.25, seconds)
+    sql, (trips, calls) = await _sql(target.replicas), _redis_counts(commands)
+    cpu, proxy_cpu = _cpu(target.pids), _cpu([target.proxy.process.pid])
+    result: MixResult = await asyncio.get_running_loop().run_in_executor(pool, run_mix, spec)
+    if result.failed:
+        raise BenchFailure(f"{target.name}: {result.failed} requests failed: {result.example!r}")
+    if not record:
+        return
+    target.latencies += result.latencies
+    target.seconds += result.seconds
+    target.round_rps.append(len(result.latencies) / result.seconds)
+    for kind, n in result.kinds.items():
+        target.kinds[kind] = target.kinds.get(kind, 0) + n
+    target.sent += result.sent
+    target.cpu += _cpu(target.pids) - cpu
+    target.proxy_cpu += _cpu([target.proxy.process.pid]) - proxy_cpu
+    scrapes = sum(costs[r.name] for r in target.replicas)
+    target.sql += await _sql(target.replicas) - sql - scrapes
+    trips_after, calls_after = _redis_counts(commands)
+    target.round_trips += trips_after - trips
+    for command, n in calls_after.items():
+        target.commands[command] = target.commands.get(command, 0) + n - calls.get(command, 0)
+
+
+def _mix(
+    target: Target, inputs: Inputs, others: list[str], console: bool
+) -> list[tuple[str, bytes]]:
+    port = target.proxy.port
+    cached = ("cached GET", _get(port, inputs.page))
+    if not target.replicas:  # the floor answers the cached GET's bytes, whatever is asked
+        return [cached]
+    name = inputs.page.rsplit("/", 1)[-1]
+    page = (PAGE, request_bytes("GET", f"/catalog/default/component/{name}", port, {}))
+    requests: list[tuple[str, bytes]] = []
+    for n, (first, second) in enumerate(zip(others[::2], others[1::2], strict=False)):
+        star = _post(port, STAR if n % 2 == 0 else UNSTAR, {"ref": inputs.page}, inputs.user)
+        requests += [cached, ("uncached GET", _get(port, first)), cached, cached]
+        requests += [page if console else cached, cached, ("uncached GET", _get(port, second))]
+        requests += [cached, ("mutation", star), cached]
+    return requests
+
+
+def _get(port: int, ref: str) -> bytes:
+    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(COMPONENT_PAGE)}}
+    query = urlencode(
+        {
+            "extensions": orjson.dumps(extensions).decode(),
+            "variables": orjson.dumps({"ref": ref}).decode(),
+        }
+    )
+    return request_bytes("GET", f"/graphql?{query}", port, GET_HEADERS)
+
+
+def _post(port: int, document: str, variables: dict[str, str], user: str) -> bytes:
+    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(document)}}
+    body = orjson.dumps({"query": document, "variables": variables, "extensions": extensions})
+    headers = {"content-type": "application/json", "accept": MEDIA_TYPE, "x-forwarded-user": user}
+    return request_bytes("POST", "/graphql", port, headers, body)
+
+
+async def _sql(replicas: Sequence[Replica]) -> float:
+    return sum([(await r.metrics())["atrium_sql_queries"] for r in replicas])
+
+
+async def _scrape_cost(replica: Replica) -> float:
+    """Statements a /metrics scrape itself sends (its gauges read the database)."""
+    first = (await replica.metrics())["atrium_sql_queries"]
+    return (await replica.metrics())["atrium_sql_queries"] - first
+
+
+def _redis_counts(client: redis.Redis) -> tuple[int, dict[str, int]]:
+    """Round trips (reads the server processed, this one's own left out) and calls by
+    command (INFO's left out) so far. Commands sent in one pipeline share a round trip."""
+    stats = client.info("all")
+    calls = {
+        k.removeprefix("cmdstat_"): v["calls"]
+        for k, v in stats.items()
+        if k.startswith("cmdstat_") and k != "cmdstat_info"
+    }
+    return int(stats["total_reads_processed"]) - 1, calls
+
+
+def _cpu(pids: Sequence[int]) -> float:
+    """User and system CPU seconds of these processes so far (Linux)."""
+    total = 0.0
+    for pid in pids:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        fields = stat[stat.rindex(")") + 2 :].split()
+        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+@contextlib.contextmanager
+def _redis_server() -> Iterator[str]:
+    """A redis-server of the scenario's own, so that its command counts are Atrium's alone."""
+    binary = shutil.which("redis-server")
+    if binary is None:
+        raise SystemExit("replicas: no redis-server (make system-test-deps installs it)")
+    port = free_port()
+    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
+    process = subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)
+    try:
+        client = redis.Redis(port=port)
+        deadline = time.monotonic() + 10
+        while True:
+            try:
+                client.ping()
+                break
+            except redis.ConnectionError:
+                if process.poll() is not None or time.monotonic() > deadline:
+                    raise BenchFailure("redis-server did not start") from None
+                time.sleep(0.02)
+        client.close()
+        yield f"redis://127.0.0.1:{port}/0"
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _haproxy_version() -> str:
+    from bench.haproxy import haproxy_binary
+
+    out = subprocess.run([haproxy_binary(), "-v"], capture_output=True, text=True).stdout
+    return out.split()[2] if out.startswith("HAProxy version") else "?"
+
+
+def _mix_words(console: bool) -> str:
+    page = "1 console page" if console else "no console page (the console is not built: +1 cached)"
+    return f"of ten requests, 6 cached GETs, 2 uncached GETs, {page}, 1 mutation"

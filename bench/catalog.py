@@ -251,6 +251,7 @@ class CatalogPlan:
             spec: dict[str, Any] = {
                 "type": types[role],
                 "profile": {"displayName": display, "email": f"{name}@juniper.example"},
+                "children": [],  # Backstage requires the list; the tree is given by parent
             }
             parent = self.group_parent[i]
             if parent is not None:

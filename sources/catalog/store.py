@@ -42,7 +42,8 @@ class ApplyResult:
 
 
 _EXISTING = """
-select ref, hash, origin, managed_by from entities where ref = any($1::text[]) for update
+select ref, hash, origin, managed_by from entities where ref = any($1::text[])
+order by ref for update
 """
 # One statement for the whole batch: the facet-count triggers then fire once, not per entity.
 # JSON columns travel as text (an array of lists would be taken for a multi-dimensional array),
@@ -84,9 +85,18 @@ on conflict do nothing
 _ORPHANS = """
 select ref, kind from entities
 where origin = any($1::text[]) and ref <> all($2::text[]) and managed_by = $3
-for update
+order by ref for update
 """
 _DELETE = "delete from entities where ref = any($1::text[])"
+# Batches replacing the same origin (two applies of one location, two imports of one file) take
+# turns: each would delete what the other writes, and locking each other's rows as orphans
+# deadlocked them. Locks in one order (of their keys), held to the end of the transaction.
+_ORIGIN_LOCKS = """
+select pg_advisory_xact_lock(key) from (
+    select distinct hashtextextended(origin, 0) as key from unnest($1::text[]) as origin
+    order by 1
+) as keys
+"""
 
 # Called with the transaction and the (ref, kind) pairs about to be deleted; raising stops the
 # whole batch before anything is written.
@@ -126,7 +136,10 @@ async def apply_batch(
             continue
         incoming[entity.ref] = (origin, entity)
 
+    complete = sorted(batch.complete_origins)
     async with db.transaction() as tx:
+        if complete:
+            await tx.execute(_ORIGIN_LOCKS, complete)
         existing = {r["ref"]: r for r in await tx.fetch(_EXISTING, list(incoming))}
         to_write: list[tuple[str, Entity]] = []
         for ref, (origin, entity) in incoming.items():
@@ -151,7 +164,6 @@ async def apply_batch(
                 (result.updated if row is not None else result.created).append(ref)
                 to_write.append((origin, entity))
 
-        complete = sorted(batch.complete_origins)
         doomed: list[tuple[str, str]] = []
         if complete:
             rows = await tx.fetch(_ORPHANS, complete, list(incoming), managed_by)
@@ -176,7 +188,12 @@ def _ends(rows: list[Any]) -> set[str]:
 
 async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> set[str]:
     """Upsert entities and their relations; returns the refs at both ends of every relation
-    dropped or added."""
+    dropped or added.
+
+    Rows go in sorted order (entities by ref, relations by key; the facet counts' triggers
+    sort theirs too): imports running at the same time that share rows then lock them in the
+    same order, and wait for each other instead of deadlocking."""
+    items = sorted(items, key=lambda item: item[1].ref)
     entities = [e for _, e in items]
     text_columns = (
         "ref",
@@ -201,7 +218,10 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
     )
     refs = [e.ref for _, e in items]
     ends = _ends(await tx.fetch(_DROP_RELATIONS, refs))
-    relations = [(r, e.ref) for _, e in items for r in e.relations]
+    relations = sorted(
+        ((r, e.ref) for _, e in items for r in e.relations),
+        key=lambda pair: (pair[0].source_ref, pair[0].type, pair[0].target_ref),
+    )
     ends.update(ref for r, _ in relations for ref in (r.source_ref, r.target_ref))
     if relations:
         await tx.execute(

@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 import pytest
-from playwright.async_api import Browser, expect
+from playwright.async_api import Browser, Response, expect
 
 from tests.console.browser import ConsolePage, console_page
 from tests.console.demo import CLUSTER, OWNER, SCALED
@@ -139,11 +139,17 @@ async def test_the_keyboard_reaches_the_content_first(browser: Browser, served: 
         assert outline != "none none", f"the focused element shows no focus: {outline}"
 
 
+def _mutation_answered(response: Response) -> bool:
+    return response.request.method == "POST" and response.url.endswith("/graphql")
+
+
 async def test_a_star_shows_on_home_and_in_the_catalog(browser: Browser, served: Served) -> None:
     async with console_page(browser, served, user=OWNER) as page:
         await page.open("/catalog/default/component/fraud-scoring")
-        star = page.page.get_by_role("button", name="Star", exact=True)
-        await star.click()
+        # The button turns at once (optimistically): wait for the server's answer, since
+        # leaving the page at once would abandon the request.
+        async with page.page.expect_response(_mutation_answered):
+            await page.page.get_by_role("button", name="Star", exact=True).click()
         await expect(page.page.get_by_role("button", name="Unstar")).to_be_visible()
         await page.page.get_by_role("banner").get_by_role("link", name="Home").click()
         starred = page.page.locator("#root section#starred")
@@ -153,7 +159,8 @@ async def test_a_star_shows_on_home_and_in_the_catalog(browser: Browser, served:
         assert await page.page.locator("#root main tbody tr").count() >= 1
         # Unstarred: gone from home, after a reload too (the server's answer changed).
         await page.open("/catalog/default/component/fraud-scoring")
-        await page.page.get_by_role("button", name="Unstar").click()
+        async with page.page.expect_response(_mutation_answered):
+            await page.page.get_by_role("button", name="Unstar").click()
         await expect(page.page.get_by_role("button", name="Star", exact=True)).to_be_visible()
         await page.open("/")
         await expect(page.page.locator("#root section#starred")).not_to_contain_text(

@@ -67,8 +67,10 @@ class DirectoryPlan:
 
     @property
     def relations(self) -> int:
-        """Relation rows: each membership and nesting is stored in both directions."""
-        return 2 * (self.memberships + self.nestings)
+        """Relation rows: each nesting is stored in both directions, and each membership in
+        both directions by both of its ends (the group's members and the user's memberOf,
+        as Backstage keeps them)."""
+        return 4 * self.memberships + 2 * self.nestings
 
 
 def _escape(value: str) -> str:

@@ -145,7 +145,7 @@ async def test_stopping_while_the_history_is_written_stops_at_once_and_writes_no
         task = asyncio.create_task(seed_history(client.services))
         while not await db.fetchval(  # not the blocker's: its transaction sees one snapshot
             "select count(*) from pg_stat_activity where wait_event_type = 'Lock'"
-            " and query like 'insert into deployment_deploys%'"
+            " and query like 'insert into deployment_deploys%' and datname = current_database()"
         ):
             assert not task.done(), task
             await asyncio.sleep(0.02)

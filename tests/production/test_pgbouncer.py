@@ -138,7 +138,8 @@ async def test_nothing_is_left_in_the_servers_sessions(bounced: str) -> None:
                 await started.wait()  # every transaction open: each on its own server session
                 row = await tx.fetchrow(
                     "select (select count(*) from pg_prepared_statements),"
-                    " (select count(*) from pg_locks where locktype = 'advisory'),"
+                    " (select count(*) from pg_locks where locktype = 'advisory' and database ="
+                    " (select oid from pg_database where datname = current_database())),"
                     " pg_backend_pid()"
                 )
                 assert row is not None

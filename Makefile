@@ -18,8 +18,10 @@ export DEBIAN_FRONTEND := noninteractive
 run: $(VENV)/.installed $(WEB)/dist/.built observability-servers
 	$(BIN)/atrium serve --demo
 
+# Test modules run on up to four processes, a module's tests on one (they share its fixtures);
+# `.venv/bin/python -m pytest PATH` runs some on one.
 test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
 
 # The console scenario runs Lighthouse from tests/clients.
 bench: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed

@@ -149,6 +149,15 @@ async def database_url(pg_admin_url: str, template_db: str) -> AsyncIterator[str
         await conn.execute(f'drop database if exists "{name}" with (force)')
 
 
+# The longest modules first: run on several processes (make test), they then run beside the
+# others instead of after them.
+_LONGEST_FIRST = ("tests/test_bench.py", "tests/production/test_deploy_image.py")
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    items.sort(key=lambda item: item.nodeid.partition("::")[0] not in _LONGEST_FIRST)
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
     """Tests marked ``pgbouncer`` run twice: on the database directly, and with ``db`` and
     ``make_client`` going through PgBouncer in transaction pooling mode."""

@@ -25,6 +25,8 @@ from tests.change_receiver import SECRET, Answer, Received, Receiver, eventually
 from tests.conftest import AppFactory, Client
 from tests.http_files import free_port
 
+pytestmark = pytest.mark.pgbouncer
+
 KEY = "a key of at least sixteen characters"
 # Tiny waits, so that retries happen within a test's time.
 FAST = {

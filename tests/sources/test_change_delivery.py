@@ -25,6 +25,8 @@ from sources.changes.secrets import SecretBox
 from sources.db import Database
 from tests.change_receiver import SECRET, Answer, Receiver, eventually
 
+pytestmark = pytest.mark.pgbouncer
+
 POLICY = DeliveryPolicy(
     timeout=1.0,
     lease=30.0,

@@ -1,5 +1,6 @@
 """Change events, registered through the public plugin API: the hooks' fields, the deliverer
-(a job every replica runs: row locks share the work out), a gauge of the outbox."""
+(a job: one replica claims each round, and row locks share the work when rounds overlap), a
+gauge of the outbox."""
 
 from __future__ import annotations
 

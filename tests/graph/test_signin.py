@@ -5,6 +5,7 @@ and every way a sign-in can be tampered with refused with a page that says why."
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import re
 from collections.abc import AsyncIterator
@@ -253,21 +254,26 @@ async def test_an_id_token_for_another_sign_in_is_refused_by_its_nonce(
     assert (await viewer(client))["ref"] is None
 
 
-async def test_a_tampered_pkce_verifier_is_refused_by_the_provider(
-    make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient
-) -> None:
-    from sources.sessions import PendingSignIn, secret_key
+async def _forge_pending_sign_in(client: Client, back: str, **changes: str) -> None:
+    """Change what Atrium kept of the sign-in the provider sends ``back`` to (as an attacker
+    who could write the store would), before the callback arrives."""
+    from sources.sessions import secret_key
 
-    client = await atrium(make_client, provider)
-    back = await log_in_at_provider(
-        browser, (await start(client)).headers["location"], "amelia.chen"
-    )
     store = client.services.identity.store
     key = secret_key(query_of(back)["state"])
     pending = await store.take(key)
     assert pending is not None
-    forged = PendingSignIn(pending.browser, pending.nonce, "x" * 64, pending.next)
-    await store.begin(key, forged, 60)
+    await store.begin(key, dataclasses.replace(pending, **changes), 60)
+
+
+async def test_a_tampered_pkce_verifier_is_refused_by_the_provider(
+    make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient
+) -> None:
+    client = await atrium(make_client, provider)
+    back = await log_in_at_provider(
+        browser, (await start(client)).headers["location"], "amelia.chen"
+    )
+    await _forge_pending_sign_in(client, back, verifier="x" * 64)
     response = await client.get(back)
     assert response.status_code == 400 and "invalid_grant" in response.text
     assert (await viewer(client))["ref"] is None
@@ -276,17 +282,11 @@ async def test_a_tampered_pkce_verifier_is_refused_by_the_provider(
 async def test_a_nonce_that_does_not_match_is_refused(
     make_client: AppFactory, provider: Provider, browser: httpx.AsyncClient
 ) -> None:
-    from sources.sessions import PendingSignIn, secret_key
-
     client = await atrium(make_client, provider)
     back = await log_in_at_provider(
         browser, (await start(client)).headers["location"], "amelia.chen"
     )
-    store = client.services.identity.store
-    key = secret_key(query_of(back)["state"])
-    pending = await store.take(key)
-    assert pending is not None
-    await store.begin(key, PendingSignIn(pending.browser, "another", pending.verifier, "/"), 60)
+    await _forge_pending_sign_in(client, back, nonce="another")
     response = await client.get(back)
     assert response.status_code == 400
     assert "nonce is not the one of this sign-in" in response.text

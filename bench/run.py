@@ -7,13 +7,13 @@ import logging
 import time
 from dataclasses import dataclass
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.explain import explain_slowest
 from bench.generate import generate
 from bench.harness import measure
 from bench.report import print_explain, print_load, print_table
 from bench.scenarios import pick_inputs, scenarios
-from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
 

@@ -26,7 +26,7 @@ from atrium.app import create_app
 from bench.harness import BenchFailure
 from bench.scenarios import Scenario
 from bench.serving_server import floor_app
-from graph.authz import viewer_without_token
+from graph.auth.viewer import viewer_without_token
 from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome
 from graph.logs import configure_logging, flush_logs

@@ -12,7 +12,6 @@ import sys
 from bench.changes import run_changes
 from bench.compute import run_compute
 from bench.console import run_console
-from bench.database import admin_url
 from bench.deployments import run_deployments
 from bench.execution import run_execution
 from bench.harness import BenchFailure
@@ -104,7 +103,8 @@ def main(argv: list[str] | None = None) -> int:
             run_ldap(LdapOptions(users=users, groups=max(20, users // 10), seed=args.seed))
         if args.only in (None, "compute"):
             pinapps = args.pinapps or (2_000 if args.quick else 20_000)
-            asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
+            rounds = args.rounds or (30 if args.quick else 100)
+            asyncio.run(run_compute(total=pinapps, quick=args.quick, rounds=rounds))
         if args.only in (None, "serving"):
             asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
         if args.only in (None, "execution"):
@@ -130,11 +130,6 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
         return 1
     return 0
-
-
-async def _compute(total: int, quick: bool, rounds: int) -> None:
-    async with admin_url() as (url, _):
-        await run_compute(url, total=total, quick=quick, rounds=rounds)
 
 
 if __name__ == "__main__":

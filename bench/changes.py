@@ -23,8 +23,8 @@ from typing import Final
 import orjson
 
 from bench.catalog import CatalogPlan, Shape
-from bench.database import scratch_database
 from bench.harness import BenchFailure
+from bench.harness.database import scratch_database
 from graph.settings import Settings
 from sources.catalog.documents import ParsedBatch
 from sources.catalog.model import validate_entity

@@ -23,9 +23,8 @@ from urllib.parse import urlencode
 import orjson
 
 from bench.harness import BenchFailure
-from bench.scenarios import Scenario
-from bench.serving_server import floor_app
-from graph.app import create_app
+from bench.harness.apps import atrium, floor_app
+from bench.harness.inprocess import Scenario
 from graph.authz import viewer_without_token
 from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome
@@ -53,7 +52,7 @@ async def hot_path(
     url: str, scenario: Scenario, media_type: str, *, calls: int = CALLS
 ) -> Breakdown:
     settings = Settings(database_url=url, redis_url=None, log_level="INFO")
-    app = create_app(settings, plugins=[])
+    app = atrium(settings)
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.getLogger("atrium").level
     with tempfile.TemporaryDirectory(prefix="atrium-hotpath-") as tmp:

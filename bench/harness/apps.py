@@ -19,8 +19,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from graph.app import AtriumApp, create_app
-from graph.cli import listening_socket, uvicorn_options
+from atrium.app import AtriumApp, create_app
+from atrium.cli import listening_socket, uvicorn_options
 from graph.plugin import Plugin
 from graph.settings import Settings
 
@@ -35,7 +35,7 @@ __all__ = [
     "uvicorn_options",
 ]
 
-CLI_MODULE: Final = "graph.cli"  # ``python -m`` it: the ``atrium`` command
+CLI_MODULE: Final = "atrium.cli"  # ``python -m`` it: the ``atrium`` command
 
 
 def atrium(settings: Settings, plugins: Sequence[Plugin] | None = ()) -> AtriumApp:

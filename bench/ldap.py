@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from bench.directory import GROUPS_DN, USERS_DN, DirectoryPlan, plan_directory
-from bench.harness import BenchFailure
+from bench.harness import BenchFailure, exit_status
 from bench.harness.apps import quiet, started
 from bench.harness.database import scratch_database
 from bench.harness.host import ROOT, child_environment
@@ -212,12 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    try:
-        asyncio.run(scenario(LdapOptions(args.users, args.groups, args.seed)))
-    except BenchFailure as exc:
-        print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(
+        lambda: asyncio.run(scenario(LdapOptions(args.users, args.groups, args.seed)))
+    )
 
 
 if __name__ == "__main__":

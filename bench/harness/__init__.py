@@ -21,8 +21,21 @@ and exits with status 1.
 
 from __future__ import annotations
 
-__all__ = ["BenchFailure"]
+import sys
+from collections.abc import Callable
+
+__all__ = ["BenchFailure", "exit_status"]
 
 
 class BenchFailure(Exception):
     """The benchmark found something wrong: an error, a wrong answer, a server that failed."""
+
+
+def exit_status(scenarios: Callable[[], None]) -> int:
+    """Run ``scenarios``: 0, or 1 once one failed, the failure printed."""
+    try:
+        scenarios()
+    except BenchFailure as exc:
+        print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0

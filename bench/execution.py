@@ -7,7 +7,7 @@ saves, in process, on the same app and the same answers: the catalog of the serv
 cache out of the way (``Services.execute`` is called directly, as the view calls it once no
 kept answer was found). Three documents a console sends:
 
-- the component page of the serving scenario (``bench.serving.COMPONENT_PAGE``);
+- the component page of the serving scenario (``bench.scenarios.COMPONENT_PAGE``);
 - a team page: the component's owning team, its profile, parent, subgroups and members, and
   the components it owns through any subgroup, each with its owner and system (the console's
   ``TeamPage`` with a little more of each row);
@@ -39,8 +39,7 @@ from bench.harness.database import scratch_database
 from bench.harness.inprocess import Check
 from bench.harness.tables import print_rows, print_target
 from bench.harness.timing import frozen_heap
-from bench.scenarios import pick_inputs, scenarios
-from bench.serving import COMPONENT_PAGE
+from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from graph.http_output import result_outcome
 from graph.plans import Plan
 from graph.services import Services

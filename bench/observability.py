@@ -48,6 +48,7 @@ from starlette.responses import JSONResponse
 from bench.harness import BenchFailure
 from bench.harness.apps import atrium, started
 from bench.harness.database import scratch_database
+from bench.harness.persisted import extensions
 from bench.harness.servers import Server, running_servers
 from bench.harness.timing import percentile
 from bench.observability_prometheus import (
@@ -61,7 +62,6 @@ from graph.settings import Settings
 from plugins.observability import ObservabilityPlugin
 from plugins.observability.metrics import COMPONENT_SERIES, Observability, window
 from plugins.observability.settings import ObservabilitySettings
-from sources.persisted import document_hash
 
 __all__ = ["run_observability"]
 
@@ -223,7 +223,7 @@ async def _measure(
     bench = f"http://127.0.0.1:{server.port}"
     payload = orjson.dumps({"query": PANEL})
     # The console's way: the document registered once by its hash, then asked by the hash.
-    persisted = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(PANEL)}}
+    persisted = extensions(PANEL)
     by_hash = orjson.dumps({"extensions": persisted})
     headers = {"content-type": "application/json"}
     query_range = f"{prometheus.url}/api/v1/query_range"

@@ -33,25 +33,23 @@ from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
 from typing import Final
-from urllib.parse import urlencode
 
-import orjson
 import redis
 
 from bench.generate import generate
-from bench.harness import BenchFailure
+from bench.harness import BenchFailure, persisted
 from bench.harness.apps import started
 from bench.harness.database import scratch_database
 from bench.harness.haproxy import haproxy, version
 from bench.harness.host import ROOT, cpu_seconds, free_port
 from bench.harness.load import LoadSpec, fetch, load_process, request_bytes, run_load
+from bench.harness.persisted import MEDIA_TYPE
 from bench.harness.redis_server import redis_server
 from bench.harness.replica import Replica, running_replicas
 from bench.harness.servers import running_servers
 from bench.harness.timing import rotated
 from bench.replicas_report import FLOOR, Target, print_targets
-from bench.scenarios import pick_inputs
-from bench.serving import COMPONENT_PAGE, GET_HEADERS, MEDIA_TYPE
+from bench.scenarios import COMPONENT_PAGE, pick_inputs
 from graph.persisted import trust
 from graph.settings import Settings
 from sources.persisted import document_hash
@@ -234,21 +232,11 @@ def _mix(
 
 
 def _get(port: int, ref: str) -> bytes:
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(COMPONENT_PAGE)}}
-    query = urlencode(
-        {
-            "extensions": orjson.dumps(extensions).decode(),
-            "variables": orjson.dumps({"ref": ref}).decode(),
-        }
-    )
-    return request_bytes("GET", f"/graphql?{query}", port, GET_HEADERS)
+    return persisted.get(port, COMPONENT_PAGE, {"ref": ref})
 
 
 def _post(port: int, document: str, variables: dict[str, str], user: str) -> bytes:
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(document)}}
-    body = orjson.dumps({"query": document, "variables": variables, "extensions": extensions})
-    headers = {"content-type": "application/json", "accept": MEDIA_TYPE, "x-forwarded-user": user}
-    return request_bytes("POST", "/graphql", port, headers, body)
+    return persisted.post(port, document, variables, {"x-forwarded-user": user})
 
 
 async def _sql(replicas: Sequence[Replica]) -> float:

@@ -15,7 +15,7 @@ from typing import Any, Final
 from bench.harness.inprocess import Check, Scenario, page_problems
 from sources.db import Database
 
-__all__ = ["ENTITY_PAGE", "Inputs", "pick_inputs", "scenarios"]
+__all__ = ["COMPONENT_PAGE", "ENTITY_PAGE", "Inputs", "pick_inputs", "scenarios"]
 
 SEARCH_WORD: Final = "checkout"
 SEARCH_TYPO: Final = "chekout"  # one letter dropped: trigram similarity 0.55 with the word
@@ -39,6 +39,39 @@ query EntityPage($ref: String!) {
       consumesApis { ref name title type lifecycle }
     }
   }
+}
+"""
+
+# The entity page as a console shows it: each related entity with its
+# description, lifecycle and owner, and the owning team's members.
+COMPONENT_PAGE: Final = """
+query ComponentPage($ref: String!) {
+  entity(ref: $ref) {
+    ref kind namespace name title description tags labels annotations
+    links { url title icon type }
+    ... on Component {
+      type lifecycle
+      owner {
+        ref kind name title description
+        ... on Group {
+          profile { displayName email picture }
+          members { ref name title profile { displayName email picture } }
+        }
+        ... on User { profile { displayName email picture } }
+      }
+      system { ref name title description domain { ref name title description } }
+      dependencies { ...Related }
+      dependents { ...Related }
+      providesApis { ref name title description type lifecycle ownerRef }
+      consumesApis { ref name title description type lifecycle ownerRef }
+    }
+  }
+}
+
+fragment Related on Entity {
+  ref kind name title description tags
+  ... on Component { type lifecycle ownerRef }
+  ... on Resource { type ownerRef }
 }
 """
 

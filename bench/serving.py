@@ -39,23 +39,23 @@ import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
 from typing import Any, Final
-from urllib.parse import urlencode
 
 import orjson
 
 from bench.generate import generate
+from bench.harness import persisted
 from bench.harness.apps import quiet, started
 from bench.harness.database import scratch_database
 from bench.harness.inprocess import Scenario
-from bench.harness.load import LoadSpec, Reply, fetch, load_process, request_bytes, run_load
+from bench.harness.load import LoadSpec, Reply, fetch, load_process, run_load
+from bench.harness.persisted import MEDIA_TYPE
 from bench.harness.serve import atrium_alone
 from bench.harness.servers import Server, Servers, running_servers
 from bench.harness.timing import rotated
-from bench.scenarios import pick_inputs, scenarios
+from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from bench.serving_hotpath import hot_path, print_breakdown
 from bench.serving_report import Figures, Target, print_figures
 from graph.settings import Settings
-from sources.persisted import document_hash
 
 __all__ = ["run_serving"]
 
@@ -63,40 +63,6 @@ ENTITIES: Final = 5_000
 CONNECTIONS: Final = 16
 BURST_WARMUP_S: Final = 0.25  # fresh connections, not recorded
 SQL_SAMPLES: Final = 20
-MEDIA_TYPE: Final = "application/graphql-response+json"
-# The entity page of bench.scenarios as a console shows it: each related entity with its
-# description, lifecycle and owner, and the owning team's members.
-COMPONENT_PAGE: Final = """
-query ComponentPage($ref: String!) {
-  entity(ref: $ref) {
-    ref kind namespace name title description tags labels annotations
-    links { url title icon type }
-    ... on Component {
-      type lifecycle
-      owner {
-        ref kind name title description
-        ... on Group {
-          profile { displayName email picture }
-          members { ref name title profile { displayName email picture } }
-        }
-        ... on User { profile { displayName email picture } }
-      }
-      system { ref name title description domain { ref name title description } }
-      dependencies { ...Related }
-      dependents { ...Related }
-      providesApis { ref name title description type lifecycle ownerRef }
-      consumesApis { ref name title description type lifecycle ownerRef }
-    }
-  }
-}
-
-fragment Related on Entity {
-  ref kind name title description tags
-  ... on Component { type lifecycle ownerRef }
-  ... on Resource { type ownerRef }
-}
-"""
-GET_HEADERS: Final = {"apollo-require-preflight": "true", "accept": MEDIA_TYPE}
 
 
 L1_GENERIC: Final = "persisted GET, L1 warm, generic"
@@ -155,21 +121,6 @@ def _implementation() -> str:
     return f"uvicorn, one worker, {http}, {loop} loop"
 
 
-def _extensions(scenario: Scenario) -> dict[str, Any]:
-    return {"persistedQuery": {"version": 1, "sha256Hash": document_hash(scenario.query)}}
-
-
-def _get(port: int, scenario: Scenario) -> bytes:
-    """The GET Apollo Client sends for a persisted query: the hash and the variables only."""
-    query = urlencode(
-        {
-            "extensions": orjson.dumps(_extensions(scenario)).decode(),
-            "variables": orjson.dumps(scenario.variables).decode(),
-        }
-    )
-    return request_bytes("GET", f"/graphql?{query}", port, GET_HEADERS)
-
-
 async def _start(servers: Servers, url: str, scenario: Scenario) -> list[Figures]:
     """Atrium's servers, the document registered, the floor on the cold answer, all checked."""
     atriums = await asyncio.gather(
@@ -179,14 +130,12 @@ async def _start(servers: Servers, url: str, scenario: Scenario) -> list[Figures
             if t.settings is not None
         )
     )
-    registration = orjson.dumps({**scenario.payload, "extensions": _extensions(scenario)})
-    headers = {"content-type": "application/json", "accept": MEDIA_TYPE}
     for server in atriums:  # once would do (documents are in PostgreSQL); each checks its APQ
-        request = request_bytes("POST", "/graphql", server.port, headers, registration)
-        _answer(server, await fetch(server.port, request))
+        registration = persisted.post(server.port, scenario.query, scenario.variables)
+        _answer(server, await fetch(server.port, registration))
     by_name = {server.name: server for server in atriums}
     cold = by_name[COLD.name]
-    reference = await fetch(cold.port, _get(cold.port, scenario))
+    reference = await fetch(cold.port, persisted.get(cold.port, scenario.query, scenario.variables))
     problems = scenario.check(_answer(cold, reference)["data"])
     if problems:
         raise cold.failure(f"wrong {scenario.name}: {'; '.join(problems)}")
@@ -194,7 +143,7 @@ async def _start(servers: Servers, url: str, scenario: Scenario) -> list[Figures
     figures = []
     for target in TARGETS:
         server = floors if target is FLOOR else by_name[target.name]
-        request = _get(server.port, scenario)
+        request = persisted.get(server.port, scenario.query, scenario.variables)
         reply = await fetch(server.port, request)
         answer = _answer(server, reply)
         if reply.body != reference.body and answer != orjson.loads(reference.body):

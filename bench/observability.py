@@ -14,9 +14,10 @@ panel is asked as a POST of the query's text (no persisted query: the whole-resp
 answers it, and the generic executor runs it), and, from the warm metrics cache, also as the
 console asks it: a persisted POST, run on its compiled plan (the response cache is off, so the
 plan runs every time; the server's count of plan runs checks that it did). Before each uncached
-request the server drops the metrics cache, both levels, through a route this module wraps
-around the app (``/bench/forget``, outside the timed request); the cached requests follow it in
-the same step-aligned window, so they find the answers the uncached one kept.
+request the server drops the metrics cache, both levels, through a route wrapped around the app
+(``/bench/forget``, in ``bench.observability_server``; outside the timed request); the cached
+requests follow it in the same step-aligned window, so they find the answers the uncached one
+kept.
 
 Prometheus's own figure is the five ``/api/v1/query_range`` GETs the panel makes (the queries
 from ``Observability.queries``, the window from ``metrics.window`` at that moment), from the
@@ -43,10 +44,7 @@ from typing import Any, Final, cast
 
 import httpx
 import orjson
-from starlette.responses import JSONResponse
 
-from bench.harness import BenchFailure
-from bench.harness.apps import atrium, started
 from bench.harness.database import scratch_database
 from bench.harness.persisted import extensions
 from bench.harness.servers import Server, running_servers
@@ -58,8 +56,7 @@ from bench.observability_prometheus import (
     history,
     running_prometheus,
 )
-from graph.settings import Settings
-from plugins.observability import ObservabilityPlugin
+from bench.observability_server import CALLS, FORGET, drop_keys, load_catalog, panel_server, redis
 from plugins.observability.metrics import COMPONENT_SERIES, Observability, window
 from plugins.observability.settings import ObservabilitySettings
 
@@ -67,18 +64,7 @@ __all__ = ["run_observability"]
 
 REF: Final = f"component:{SERVICE}"
 SINCE: Final = 3600  # the panel's default range
-REDIS_ENV: Final = "ATRIUM_BENCH_REDIS_URL"
-LOCAL_REDIS: Final = "redis://127.0.0.1:6379/0"
-CACHE_NAME: Final = "observability.metrics"
-FORGET: Final = "/bench/forget"
-CALLS: Final = "/bench/calls"
 MARGIN_S: Final = 1.0  # a round starts at least this long before the window moves on
-CATALOG: Final = f"""
-apiVersion: backstage.io/v1alpha1
-kind: Component
-metadata: {{name: {SERVICE}, title: Checkout Service}}
-spec: {{type: service, lifecycle: production, owner: team-a}}
-"""
 PANEL: Final = (
     f'{{ entity(ref: "{REF}") {{ ... on Component {{ metrics(since: {SINCE}) '
     "{ name labels query points } } } }"
@@ -90,86 +76,6 @@ LABELS: Final = {
     "cached": "Atrium: metrics panel, metrics cache warm",
     "compiled": "Atrium: the same, persisted (its compiled plan)",
 }
-
-
-# --- Atrium, in a server process of its own. ------------------------------------------------
-
-
-def _bench_routes(app: Any) -> Any:
-    """The app, and two routes for the benchmark in front of it: ``/bench/forget`` drops the
-    metrics cache (this process's and Redis's) and ``/bench/calls`` says how many queries the
-    plugin sent Prometheus; each answers that count and how many requests compiled plans
-    answered."""
-
-    async def wrapped(scope: Any, receive: Any, send: Any) -> None:
-        path = scope.get("path") if scope["type"] == "http" else None
-        if path not in (FORGET, CALLS):
-            await app(scope, receive, send)
-            return
-        services = app.state.services
-        observability: Observability = services.extras["observability"]
-        if path == FORGET:
-            cache = services.caches.caches[CACHE_NAME]
-            cache.l1.clear()
-            redis = cache.shared.redis
-            if redis is not None:
-                keys = [key async for key in redis.scan_iter(match=cache.prefix + "*")]
-                if keys:
-                    await redis.delete(*keys)
-        plans = services.assembly.plans
-        counts = {"calls": observability.calls, "plans": plans.runs if plans is not None else 0}
-        await JSONResponse(counts)(scope, receive, send)
-
-    return wrapped
-
-
-def panel_server(settings_json: str, observability_json: str) -> tuple[Any, str]:
-    """Atrium with the observability plugin alone, the benchmark's routes in front of it (a
-    ``bench.harness.serve`` factory)."""
-    settings = Settings(**orjson.loads(settings_json))
-    plugin = ObservabilityPlugin(ObservabilitySettings(**orjson.loads(observability_json)))
-    return _bench_routes(atrium(settings, [plugin])), settings.log_level
-
-
-async def _load_catalog(url: str) -> None:
-    from sources.catalog.documents import parse_documents
-    from sources.catalog.store import apply_batch
-
-    settings = Settings(database_url=url, redis_url=None, log_level="WARNING")
-    async with started(settings) as app:  # applies the migrations
-        result = await apply_batch(app.services.database, parse_documents(CATALOG, "bench.yaml"))
-        if result.errors:
-            raise BenchFailure(f"the catalog did not load: {result.errors}")
-
-
-async def _redis() -> tuple[str | None, str]:
-    """A Redis URL and what it is, or None when none answers."""
-    import redis.asyncio as aioredis
-
-    url = os.environ.get(REDIS_ENV) or LOCAL_REDIS
-    client = aioredis.Redis.from_url(url, socket_connect_timeout=2)
-    try:
-        await client.ping()
-    except Exception:
-        if os.environ.get(REDIS_ENV):
-            raise BenchFailure(f"${REDIS_ENV} does not answer") from None
-        return None, "no Redis answers: the metrics cache is the server's memory only"
-    finally:
-        await client.aclose()
-    where = f"${REDIS_ENV}" if os.environ.get(REDIS_ENV) else "local Redis at 127.0.0.1:6379"
-    return url, f"metrics cache: the server's memory, then Redis ({where})"
-
-
-async def _drop_keys(url: str, prefix: str) -> None:
-    import redis.asyncio as aioredis
-
-    client = aioredis.Redis.from_url(url)
-    try:
-        keys = [key async for key in client.scan_iter(match=f"{prefix}:*")]
-        if keys:
-            await client.delete(*keys)
-    finally:
-        await client.aclose()
 
 
 # --- Measuring. -----------------------------------------------------------------------------
@@ -356,7 +262,7 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                 f"at {RESOLUTION} s ({count:,} samples) backfilled and started "
                 f"in {backfill:.1f} s"
             )
-            redis_url, redis_said = await _redis()
+            redis_url, redis_said = await redis()
             prefix = f"atrium-bench-{os.getpid()}-{secrets.token_hex(4)}"
             observability = {"prometheus_url": prometheus.url, "observability_timeout": 10.0}
             settings = ObservabilitySettings(**observability)  # type: ignore[arg-type]
@@ -367,7 +273,7 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                 async with scratch_database() as scratch, running_servers() as servers:
                     print(f"observability: {scratch}")
                     print(f"observability: {redis_said}")
-                    await _load_catalog(scratch.url)
+                    await load_catalog(scratch.url)
                     common: dict[str, Any] = {"database_url": scratch.url, "redis_url": redis_url}
                     common |= {"cache_prefix": prefix, "log_level": "INFO"}
                     common |= {"response_cache": False, "compiled_plans": True}
@@ -382,7 +288,7 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                     )
             finally:  # once the server has stopped: it writes nothing more
                 if redis_url is not None:
-                    await _drop_keys(redis_url, prefix)
+                    await drop_keys(redis_url, prefix)
     _print(samples, panel, rounds, warm_calls, warm_logged)
     keys = ", its Redis keys deleted" if redis_url is not None else ""
     print(

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import math
 import statistics
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
@@ -65,8 +66,12 @@ class Throughput:
         return len(self.latencies) / self.seconds
 
     def ratios(self, other: Throughput) -> list[float]:
-        """Each round's requests per second over ``other``'s in the same round."""
-        return [mine / its for mine, its in zip(self.round_rps, other.round_rps, strict=True)]
+        """Each round's requests per second over ``other``'s in the same round; infinite in a
+        round where ``other`` began no request (a short burst on a machine too busy)."""
+        return [
+            mine / its if its else math.inf
+            for mine, its in zip(self.round_rps, other.round_rps, strict=True)
+        ]
 
     def versus(self, other: Throughput) -> float:
         """The median of the rounds' ratios."""

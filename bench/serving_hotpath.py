@@ -22,7 +22,7 @@ from typing import Any, Final
 from bench.harness import BenchFailure, persisted
 from bench.harness.apps import atrium, floor_app
 from bench.harness.inprocess import Scenario
-from graph.authz import viewer_without_token
+from graph.auth.viewer import viewer_without_token
 from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome
 from graph.logs import configure_logging, flush_logs

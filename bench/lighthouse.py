@@ -194,9 +194,7 @@ async def atrium_serve_demo(database_url: str) -> AsyncIterator[str]:
         try:
             await demo.start()
             await demo.ready(READY_TIMEOUT_S)
-            await demo.process.until(
-                lambda: _watched(demo), READY_TIMEOUT_S, "watching its cluster"
-            )
+            await demo.until(lambda: _watched(demo), READY_TIMEOUT_S, "watching its cluster")
             yield demo.base
         finally:
             if demo.child is not None:

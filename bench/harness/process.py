@@ -16,7 +16,7 @@ import httpx
 
 from bench.harness import BenchFailure
 
-__all__ = ["Child", "answers", "spawn"]
+__all__ = ["Child", "answers", "read_log", "spawn"]
 
 POLL_S: Final = 0.05
 
@@ -38,10 +38,7 @@ class Child:
         return self.process.returncode is None
 
     def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
+        return read_log(self.log)
 
     def log_tail(self, lines: int = 30) -> str:
         return "\n".join(self.log_text().splitlines()[-lines:])
@@ -88,6 +85,13 @@ class Child:
             with contextlib.suppress(ProcessLookupError):
                 self.process.kill()
             await self.process.wait()
+
+
+def read_log(path: Path) -> str:
+    try:
+        return path.read_text(errors="replace")
+    except OSError:
+        return "(no log)"
 
 
 async def spawn(

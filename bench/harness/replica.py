@@ -10,7 +10,7 @@ import contextlib
 import signal
 import sys
 import tempfile
-from collections.abc import AsyncIterator, Mapping, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
@@ -20,7 +20,7 @@ import httpx
 from bench.harness import BenchFailure
 from bench.harness.apps import CLI_MODULE
 from bench.harness.host import child_environment, cpu_seconds, free_port
-from bench.harness.process import Child, answers, spawn
+from bench.harness.process import Child, answers, read_log, spawn
 
 __all__ = ["Replica", "free_port", "running_replicas", "serve_environment"]
 
@@ -50,14 +50,13 @@ class Replica:
     def log(self) -> Path:
         return self.directory / f"{self.name}.log"
 
-    @property
-    def process(self) -> Child:
-        assert self.child is not None, f"{self.name} is not running"
+    def _started(self) -> Child:
+        assert self.child is not None, f"{self.name} was never started"
         return self.child
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self._started().pid
 
     async def start(self) -> None:
         """Start the process; ``ready`` waits for it."""
@@ -77,17 +76,25 @@ class Replica:
 
     async def ready(self, within: float = READY_WITHIN_S) -> None:
         """Wait until ``/readyz`` answers 200; fails if the process exits first."""
-        await self.process.until(lambda: answers(f"{self.base}/readyz"), within)
+        await self.until(lambda: answers(f"{self.base}/readyz"), within)
+
+    async def until(
+        self, check: Callable[[], Awaitable[bool]], within: float, what: str = "ready"
+    ) -> None:
+        """Wait until ``check`` says so; fails if the process exits first."""
+        await self._started().until(check, within, what)
 
     def send_signal(self, sig: int) -> None:
-        assert self.process.running
-        self.process.process.send_signal(sig)
+        child = self._started()
+        assert child.running
+        child.process.send_signal(sig)
 
     async def wait(self, within: float = STOP_WITHIN_S) -> int:
         """The exit status, once the process has exited."""
-        if not await self.process.wait(within):
+        child = self._started()
+        if not await child.wait(within):
             raise self.failure(f"still running {within:.0f} s after it was told to stop")
-        code = self.process.process.returncode
+        code = child.process.returncode
         assert code is not None
         return code
 
@@ -120,13 +127,10 @@ class Replica:
         return found
 
     def log_text(self) -> str:
-        try:
-            return self.log.read_text(errors="replace")
-        except OSError:
-            return "(no log)"
+        return read_log(self.log)
 
     def failure(self, what: str) -> BenchFailure:
-        return self.process.failure(what)
+        return self._started().failure(what)
 
 
 @contextlib.asynccontextmanager

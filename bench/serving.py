@@ -34,7 +34,6 @@ the cached GET taken apart in process (``bench.serving_hotpath``).
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import time
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
@@ -50,7 +49,7 @@ from bench.harness.inprocess import Scenario
 from bench.harness.load import LoadSpec, Reply, fetch, load_process, run_load
 from bench.harness.persisted import MEDIA_TYPE
 from bench.harness.serve import atrium_alone
-from bench.harness.servers import Server, Servers, running_servers
+from bench.harness.servers import Server, Servers, running_servers, stack
 from bench.harness.timing import rotated
 from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from bench.serving_hotpath import hot_path, print_breakdown
@@ -63,8 +62,6 @@ ENTITIES: Final = 5_000
 CONNECTIONS: Final = 16
 BURST_WARMUP_S: Final = 0.25  # fresh connections, not recorded
 SQL_SAMPLES: Final = 20
-
-
 L1_GENERIC: Final = "persisted GET, L1 warm, generic"
 TARGETS: Final = (
     Target("floor (Starlette, same bytes)", None),
@@ -96,7 +93,7 @@ async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> N
             short = quick or (rounds is not None and rounds < 5)
             rounds, burst = rounds or (4 if quick else 10), 0.5
             print(
-                f"{len(TARGETS)} servers up ({_implementation()}); {CONNECTIONS} keep-alive "
+                f"{len(TARGETS)} servers up ({stack()}); {CONNECTIONS} keep-alive "
                 f"connections from a load process; {rounds} rounds of {burst:g} s per target"
             )
             for figure in figures:  # every cache the target has, and the load process
@@ -113,12 +110,6 @@ async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> N
         breakdown = await hot_path(scratch.url, scenario, MEDIA_TYPE, calls=1000 if short else 5000)
         print_breakdown(breakdown, None if cached is None else cached * 1e6)
     print(f"\nserving took {time.perf_counter() - begun:.0f} s; servers stopped, database dropped")
-
-
-def _implementation() -> str:
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return f"uvicorn, one worker, {http}, {loop} loop"
 
 
 async def _start(servers: Servers, url: str, scenario: Scenario) -> list[Figures]:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import importlib.util
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -21,7 +22,7 @@ from bench.harness.load import fetch, request_bytes
 from bench.harness.process import Child, spawn
 from bench.harness.serve import Factory, floor, name_of
 
-__all__ = ["Server", "Servers", "running_servers"]
+__all__ = ["Server", "Servers", "running_servers", "stack"]
 
 START_TIMEOUT_S: Final = 90.0  # several Pythons importing Strawberry at once on two cores
 STOP_TIMEOUT_S: Final = 15.0
@@ -101,3 +102,10 @@ async def running_servers() -> AsyncIterator[Servers]:
             yield servers
         finally:
             await servers.stop_all()
+
+
+def stack() -> str:
+    """What the servers run on, as installed (uvicorn falls back without uvloop or httptools)."""
+    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
+    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
+    return f"uvicorn, one worker, {http}, {loop} loop"

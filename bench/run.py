@@ -1,20 +1,19 @@
-"""One benchmark run, start to end: scratch database, app, data, timings, report."""
+"""The catalog scenario, start to end: scratch database, app, data, timings, report."""
 
 from __future__ import annotations
 
-import gc
-import logging
 import time
 from dataclasses import dataclass
 
-from atrium.app import create_app
-from bench.database import scratch_database
-from bench.explain import explain_slowest
-from bench.generate import generate
-from bench.harness import measure
-from bench.report import print_explain, print_load, print_table
+import orjson
+
+from bench.generate import generate, print_load
+from bench.harness.apps import quiet, started
+from bench.harness.database import scratch_database
+from bench.harness.explain import explain_misses
+from bench.harness.inprocess import measure, print_measurements
+from bench.harness.timing import frozen_heap
 from bench.scenarios import pick_inputs, scenarios
-from graph.services import Services
 from graph.settings import Settings
 
 __all__ = ["Options", "run"]
@@ -32,39 +31,41 @@ class Options:
 
 
 async def run(options: Options) -> None:
-    started = time.perf_counter()
-    # The app logs each request at INFO; printing them would be measured too.
-    logging.getLogger("atrium").setLevel(logging.WARNING)
+    begun = time.perf_counter()
+    quiet()
     async with scratch_database() as scratch:
-        print(f"scratch database {scratch.name} on the {scratch.server}")
+        print(scratch)
         # No plugin discovery: the benchmark measures the catalog alone.
-        app = create_app(Settings(database_url=scratch.url), plugins=[])
-        async with app.router.lifespan_context(app):
-            services: Services = app.state.services
+        async with started(Settings(database_url=scratch.url)) as app:
             report = await generate(scratch.url, options.entities, seed=options.seed)
             print_load(report)
 
-            inputs = await pick_inputs(services.database)
+            inputs = await pick_inputs(app.services.database)
             print(
                 f"entity page: {inputs.component}; filtered list: {inputs.owner} "
                 f"({inputs.owner_components:,} components)"
             )
-            # The generated rows are gone; what is left lives for the run. Freezing it keeps
-            # the collector from rescanning it during the timings, for app and baseline alike.
-            gc.collect()
-            gc.freeze()
-            chosen = scenarios(inputs)
-            results = await measure(
-                app,
-                chosen,
-                rounds=options.rounds,
-                warmup=options.warmup,
-                budget_s=options.budget_s,
-            )
-            print()
-            print_table(results)
-            for result in results:
-                if options.explain_all or not result.passed:
-                    statements, plan = await explain_slowest(app, result.scenario)
-                    print_explain(result.scenario.name, statements, plan)
-    print(f"\nbenchmark took {time.perf_counter() - started:.0f} s; scratch database dropped")
+            # The generated rows are gone; what is left lives for the run.
+            with frozen_heap():
+                results = await measure(
+                    app,
+                    scenarios(inputs),
+                    rounds=options.rounds,
+                    warmup=options.warmup,
+                    budget_s=options.budget_s,
+                )
+            print_measurements(results, answer=_answer)
+            await explain_misses(app, results, every=options.explain_all)
+    print(f"\nbenchmark took {time.perf_counter() - begun:.0f} s; scratch database dropped")
+
+
+def _answer(body: bytes) -> str:
+    """What a response said, in a few words, to show the timings measured real work."""
+    data = orjson.loads(body)["data"]
+    if "entities" in data:
+        return f"{data['entities']['totalCount']:,} matches"
+    if "entity" in data:
+        entity = data["entity"]
+        lists = ("dependencies", "dependents", "providesApis", "consumesApis")
+        return "/".join(str(len(entity.get(key) or [])) for key in lists) + " deps/dependents/APIs"
+    return ", ".join(f"{len(value)} {key}" for key, value in data.items())

@@ -18,14 +18,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlencode
 
-import orjson
-
-from atrium.app import create_app
-from bench.harness import BenchFailure
-from bench.scenarios import Scenario
-from bench.serving_server import floor_app
+from bench.harness import BenchFailure, persisted
+from bench.harness.apps import atrium, floor_app
+from bench.harness.inprocess import Scenario
 from graph.auth.viewer import viewer_without_token
 from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome
@@ -34,7 +30,6 @@ from graph.services import Services
 from graph.settings import Settings
 from graph.types import Message
 from loaders.responses import viewer_answer_key
-from sources.persisted import document_hash
 
 __all__ = ["Breakdown", "hot_path", "print_breakdown"]
 
@@ -53,7 +48,7 @@ async def hot_path(
     url: str, scenario: Scenario, media_type: str, *, calls: int = CALLS
 ) -> Breakdown:
     settings = Settings(database_url=url, redis_url=None, log_level="INFO")
-    app = create_app(settings, plugins=[])
+    app = atrium(settings)
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.getLogger("atrium").level
     with tempfile.TemporaryDirectory(prefix="atrium-hotpath-") as tmp:
@@ -74,14 +69,8 @@ async def hot_path(
 async def _measure(
     app: Any, services: Services, scenario: Scenario, media_type: str, calls: int
 ) -> Breakdown:
-    digest = document_hash(scenario.query)
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": digest}}
-    query_string = urlencode(
-        {
-            "extensions": orjson.dumps(extensions).decode(),
-            "variables": orjson.dumps(scenario.variables).decode(),
-        }
-    ).encode()
+    extensions = persisted.extensions(scenario.query)
+    query_string = persisted.query_string(scenario.query, scenario.variables).encode()
     headers = [
         (b"host", b"127.0.0.1:8000"),
         (b"accept", media_type.encode()),

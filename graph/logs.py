@@ -165,44 +165,60 @@ class AccessLog:
         self._middles: dict[tuple[str, str | None, int], str] = {}
 
     def record(self, method: str, operation: str | None, status: int, seconds: float) -> None:
+        self.record_many(method, status, [(operation, time.time(), seconds)])
+
+    def record_many(
+        self, method: str, status: int, requests: list[tuple[str | None, float, float]]
+    ) -> None:
+        """Lines for requests answered alike: (operation, when (wall clock), seconds) each."""
         logger = self.logger
         if not logger.isEnabledFor(logging.INFO):
             return
         sink, handlers = _sink, logging.root.handlers
         # The short way only when records would reach our sink alone, unfiltered.
         if sink is None or logger.handlers or len(handlers) != 1 or handlers[0] is not _handler:
-            logger.info(
-                "graphql request",
-                extra={
-                    "method": method,
-                    "operation": operation or "anonymous",
-                    "status": status,
-                    "duration_ms": round(seconds * 1000, 2),
-                },
-            )
+            for operation, _, seconds in requests:
+                logger.info(
+                    "graphql request",
+                    extra={
+                        "method": method,
+                        "operation": operation or "anonymous",
+                        "status": status,
+                        "duration_ms": round(seconds * 1000, 2),
+                    },
+                )
             return
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._second = second
-            self._prefix = _timestamp(second)[:-10]  # "YYYY-MM-DDTHH:MM:SS"
-        key = (method, operation, status)
-        middle = self._middles.get(key)
-        if middle is None:
-            middle = orjson.dumps(
-                {
-                    "level": "info",
-                    "logger": "atrium.http",
-                    "message": "graphql request",
-                    "method": method,
-                    "operation": operation or "anonymous",
-                    "status": status,
-                }
-            ).decode()[1:-1]
-            if len(self._middles) < 4096:  # operation names come from clients
-                self._middles[key] = middle
-        millis = int((now - second) * 1000)
-        sink.write(
-            f'{{"time":"{self._prefix}.{millis:03d}+00:00",{middle},'
-            f'"duration_ms":{round(seconds * 1000, 2)}}}'
-        )
+        lines = []
+        for operation, at, seconds in requests:
+            second = int(at)
+            if second != self._second:
+                self._second = second
+                self._prefix = _timestamp(second)[:-10]  # "YYYY-MM-DDTHH:MM:SS"
+            key = (method, operation, status)
+            middle = self._middles.get(key)
+            if middle is None:
+                middle = self._middle(key)
+            millis = int((at - second) * 1000)
+            lines.append(
+                f'{{"time":"{self._prefix}.{millis:03d}+00:00",{middle},'
+                f'"duration_ms":{round(seconds * 1000, 2)}}}'
+            )
+        if lines:
+            sink.write("\n".join(lines))
+
+    def _middle(self, key: tuple[str, str | None, int]) -> str:
+        """The fixed part of a line, as JSON without its braces."""
+        method, operation, status = key
+        middle = orjson.dumps(
+            {
+                "level": "info",
+                "logger": "atrium.http",
+                "message": "graphql request",
+                "method": method,
+                "operation": operation or "anonymous",
+                "status": status,
+            }
+        ).decode()[1:-1]
+        if len(self._middles) < 4096:  # operation names come from clients
+            self._middles[key] = middle
+        return middle

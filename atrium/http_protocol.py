@@ -109,6 +109,10 @@ class AtriumHttpProtocol(HttpToolsProtocol):
                 return
             # An extension of the scope: uvicorn's type for it names the standard keys only.
             self.scope[HOT_KEY] = key  # type: ignore[typeddict-unknown-key]
+        if self.timeout_keep_alive_task is not None:
+            # Armed after an answer from the table earlier in the same data: uvicorn arms it
+            # only once nothing is being answered.
+            self._unset_keepalive_if_required()
         super().on_headers_complete()
 
     def on_message_complete(self) -> None:

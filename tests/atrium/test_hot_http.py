@@ -94,9 +94,11 @@ class Servers:
         return int(self.services.hot.answered)
 
 
-async def serve(app: Any, http: Any) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
+async def serve(
+    app: Any, http: Any, keep_alive: int = 75
+) -> tuple[uvicorn.Server, asyncio.Task[None], int]:
     sock = listening_socket("127.0.0.1", 0)
-    options = {**uvicorn_options(), "http": http}
+    options = {**uvicorn_options(keep_alive), "http": http}
     server = uvicorn.Server(uvicorn.Config(app, lifespan="off", **options))
     task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
@@ -322,6 +324,35 @@ async def test_a_client_that_does_not_read_is_not_written_to_without_end(
     writer.close()
     assert all(r.status == 200 and r.bytes == big.bytes for r in replies)
     assert before < servers.answered < before + count, "some waited for the buffer to drain"
+
+
+async def test_a_request_behind_an_answer_is_not_cut_by_the_keep_alive_timer(
+    servers: Servers,
+) -> None:
+    """The keep-alive timer runs while a connection is idle, not while a request is read: a
+    POST pipelined behind a hot answer whose body comes slowly is answered."""
+    await hot(servers)
+    server, task, port = await serve(servers.client.app, "atrium.http_protocol:http_protocol", 1)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        body = orjson.dumps({"query": "{ __typename }"})
+        post = (
+            "POST /graphql HTTP/1.1\r\nhost: 127.0.0.1\r\ncontent-type: application/json\r\n"
+            f"accept: application/json\r\ncontent-length: {len(body)}\r\n\r\n"
+        ).encode()
+        before = servers.answered
+        writer.write(request() + request() + post + body[:5])
+        assert (await read_reply(reader)).status == 200
+        assert (await read_reply(reader)).status == 200
+        assert servers.answered >= before + 1
+        await asyncio.sleep(1.5)  # longer than the keep-alive timeout
+        writer.write(body[5:])
+        answer = await read_reply(reader)
+        assert orjson.loads(answer.body) == {"data": {"__typename": "Query"}}
+    finally:
+        writer.close()
+        server.should_exit = True
+        await task
 
 
 def count_samples(text: str, name: str, **labels: str) -> float:

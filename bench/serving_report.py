@@ -52,8 +52,10 @@ class Figures:
         return len(self.latencies) / self.seconds
 
     def ratios(self, floor: Figures) -> list[float]:
-        """Each round's req/s over the floor's (or another target's) in the same round."""
-        return [mine / its for mine, its in zip(self.round_rps, floor.round_rps, strict=True)]
+        """Each round's req/s over the floor's (or another target's) in the same round; a
+        round in which that one answered nothing (a machine too busy) is left out."""
+        pairs = zip(self.round_rps, floor.round_rps, strict=True)
+        return [mine / its for mine, its in pairs if its] or [0.0]
 
     def versus(self, floor: Figures) -> float:
         """The median ratio: a round the machine slowed down weighs no more than another."""

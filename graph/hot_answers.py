@@ -156,6 +156,10 @@ class HotAnswers:
                 preflight = True
         return (target, accept, content_type, preflight)
 
+    def find(self, key: HotKey) -> HotAnswer | None:
+        """The entry for ``key``, whether its Age is still right or not."""
+        return self._entries.get(key)
+
     def answer(
         self, key: HotKey, frame: Callable[[HotAnswer], bytes], write: Callable[[bytes], None]
     ) -> bool:

@@ -16,10 +16,11 @@ from starlette.routing import Route, WebSocketRoute
 
 from atrium.drain import Drain, closing
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.auth.identity import connect_identity
+from graph.auth.signin import sign_in_routes
 from graph.catalog_api import catalog_api
 from graph.hot_answers import HotAnswers
 from graph.http_output import vary_header
-from graph.identity import connect_identity
 from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
@@ -27,7 +28,6 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
-from graph.signin import sign_in_routes
 from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches

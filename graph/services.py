@@ -12,11 +12,12 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
-from graph.authz import TokenCache, resolve_viewer, viewer_of
+from graph.auth.identity import Identity
+from graph.auth.tokens import TokenCache
+from graph.auth.viewer import resolve_viewer, viewer_of
 from graph.context import Context
 from graph.hot_answers import Hit, HotAnswers
 from graph.http_input import GetOperations
-from graph.identity import Identity
 from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries

@@ -4,7 +4,7 @@
 step                       module                what
 =========================  ====================  ==========================================
 read the request           graph.http_input      media type, CSRF, GET parameters or body
-who is asking              graph.authz           token, trusted proxy, session, anonymous
+who is asking              graph.auth.viewer     token, trusted proxy, session, anonymous
 for each operation:
   which document           graph.persisted       APQ hashes, trusted documents
   a kept answer?           loaders.responses     by document, variables and viewer
@@ -39,7 +39,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from graph.authz import viewer_without_token
+from graph.auth.viewer import viewer_without_token
 from graph.context import Context
 from graph.hot_answers import HOT_KEY
 from graph.http_input import (

@@ -29,6 +29,7 @@ from atrium.cli import listening_socket, uvicorn_options
 from atrium.http_protocol import AtriumHttpProtocol
 from graph import logs
 from graph.logs import configure_logging
+from graph.persisted import trust
 from loaders import responses
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
@@ -122,11 +123,16 @@ async def both(client: Client) -> AsyncIterator[Servers]:
 
 
 @pytest.fixture
-async def servers(make_client: AppFactory, clock: Clock) -> AsyncIterator[Servers]:
-    client = await make_client()
+def mode() -> str:
+    return "development"
+
+
+@pytest.fixture
+async def servers(make_client: AppFactory, clock: Clock, mode: str) -> AsyncIterator[Servers]:
+    client = await make_client(mode=mode)
+    # Trusted, as the console's documents are (production runs nothing else).
+    await trust(client.services.db, [(document_hash(d), d, None) for d in (PAGE, APPLY)])
     await store(client, "Cart")
-    # Registered (APQ) and kept once, through the ASGI app.
-    assert (await client.persisted_get(PAGE, {"ref": "component:cart"})).status_code == 200
     async with both(client) as started:
         yield started
 
@@ -186,6 +192,7 @@ async def hot(servers: Servers, raw: bytes | None = None) -> Reply:
     raise AssertionError("never answered from the hot answers")
 
 
+@pytest.mark.parametrize("mode", ["development", "production"])
 async def test_hits_are_the_bytes_uvicorn_sends(servers: Servers) -> None:
     hit = await hot(servers)
     assert hit.status == 200 and orjson.loads(hit.body)["data"]["entity"]["title"] == "Cart"
@@ -199,6 +206,7 @@ async def test_hits_are_the_bytes_uvicorn_sends(servers: Servers) -> None:
     assert hit.bytes == (await exchange(servers.normal, as_json))[0].bytes
 
 
+@pytest.mark.parametrize("mode", ["development", "production"])
 async def test_requests_the_table_may_not_answer_go_the_normal_way(servers: Servers) -> None:
     hit = await hot(servers)
     etag = hit.header("etag")
@@ -229,6 +237,7 @@ async def test_requests_the_table_may_not_answer_go_the_normal_way(servers: Serv
     assert statuses == {200, 304, 400, 405}
 
 
+@pytest.mark.parametrize("mode", ["development", "production"])
 async def test_pipelined_requests_keep_their_order(servers: Servers) -> None:
     await hot(servers)
     token = await servers.client.admin_token()

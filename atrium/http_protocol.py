@@ -89,6 +89,20 @@ class AtriumHttpProtocol(HttpToolsProtocol):
         self.hot: HotAnswers = services.hot
         self.answered = False  # the request being parsed was answered from the table
 
+    def on_message_begin(self) -> None:
+        # uvicorn's, but the ASGI scope waits until a request goes to uvicorn (below).
+        self.url = b""
+        self.expect_100_continue = False
+        self.headers = []
+
+    def _begin_scope(self) -> None:
+        """The scope uvicorn's on_message_begin makes, made now: it resets what the parser's
+        callbacks gathered since, which is kept."""
+        url, headers, expect = self.url, self.headers, self.expect_100_continue
+        super().on_message_begin()
+        self.url, self.headers, self.expect_100_continue = url, headers, expect
+        self.scope["headers"] = headers
+
     def on_headers_complete(self) -> None:
         parser = self.parser
         key = self.hot.key(self.url, self.headers) if parser.get_method() == b"GET" else None
@@ -107,8 +121,11 @@ class AtriumHttpProtocol(HttpToolsProtocol):
             ):
                 self.answered = True
                 return
+            self._begin_scope()
             # An extension of the scope: uvicorn's type for it names the standard keys only.
             self.scope[HOT_KEY] = key  # type: ignore[typeddict-unknown-key]
+        else:
+            self._begin_scope()
         if self.timeout_keep_alive_task is not None:
             # Armed after an answer from the table earlier in the same data: uvicorn arms it
             # only once nothing is being answered.

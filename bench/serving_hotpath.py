@@ -129,8 +129,8 @@ def _connection(app: Any) -> tuple[Any, _Transport]:
     return protocol, transport
 
 
-class _ParseOnly(HttpToolsProtocol):
-    """uvicorn's protocol reading a request, and doing nothing with it."""
+class _ParseOnly(AtriumHttpProtocol):
+    """Atrium's protocol reading a request, and doing nothing with it."""
 
     def on_headers_complete(self) -> None:
         pass
@@ -185,7 +185,7 @@ async def _measure(
         through_app.append((connection, connection.transport))
     floor = floor_app(hot_answer.body, media_type)
     floors = [_connection(floor) for _ in range(CONNECTIONS)]
-    parser = _ParseOnly(plain, protocol.server_state, {})
+    parser = _ParseOnly(plain, protocol.server_state, {}, services=services)
     parser.connection_made(_Transport())
     loop = asyncio.get_running_loop()
 
@@ -227,7 +227,7 @@ async def _measure(
         loop.call_later(75, _idle).cancel()
 
     steps: list[tuple[str, Callable[[], Awaitable[None]], int]] = [
-        ("read: httptools, uvicorn's callbacks (scope, headers)", parse, 1),
+        ("read: httptools, the protocol's callbacks (URL, headers)", parse, 1),
         ("the key: target, Accept, Content-Type, preflight", keyed, 1),
         ("the answer: lookup, Age check, write, one hit noted", answer, 1),
         ("keep-alive timer, re-armed", timer, 1),

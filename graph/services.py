@@ -91,9 +91,14 @@ class Services:
         """Count and log requests the HTTP protocol answered from the hot answers, as the
         view counts its own: metrics, the access log, response-cache hits; and keep their
         answers recently used in the response cache, as lookups would have."""
-        observe = self.metrics.observe_request
+        by_operation: dict[str | None, list[float]] = {}
         for answer, _, seconds in hits:
-            observe(answer.label, 200, seconds)
+            found = by_operation.get(answer.label)
+            if found is None:
+                found = by_operation[answer.label] = []
+            found.append(seconds)
+        for operation, durations in by_operation.items():
+            self.metrics.observe_requests(operation, 200, durations)
         self.access_log.record_many(
             "GET", 200, [(answer.label, at, seconds) for answer, at, seconds in hits]
         )

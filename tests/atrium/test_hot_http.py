@@ -427,6 +427,15 @@ async def test_every_request_is_counted_and_logged(
     assert [r["time"] for r in requests] == sorted(r["time"] for r in requests)
 
 
+async def test_subscriptions_upgrade_through_the_protocol(servers: Servers) -> None:
+    from websockets.asyncio.client import connect
+
+    url = f"ws://127.0.0.1:{servers.fast}/graphql"
+    async with connect(url, subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+        await socket.send(orjson.dumps({"type": "connection_init"}).decode())
+        assert orjson.loads(await socket.recv()) == {"type": "connection_ack"}
+
+
 async def test_the_setting_turns_the_fast_path_off(make_client: AppFactory) -> None:
     client = await make_client(hot_answers=False)
     assert client.services.hot is None

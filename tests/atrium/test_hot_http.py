@@ -292,6 +292,22 @@ async def test_an_announced_change_is_seen_by_the_next_get(
         assert orjson.loads(after.body)["data"]["entity"]["title"] == "Basket"
 
 
+async def test_an_answer_evicted_from_the_response_cache_leaves_the_table(
+    make_client: AppFactory, clock: Clock
+) -> None:
+    client = await make_client(response_cache_max_entries=1)
+    await trust(client.services.db, [(document_hash(PAGE), PAGE, None)])
+    await store(client, "Cart")
+    async with both(client) as servers:
+        await hot(servers)
+        assert len(servers.services.hot) == 1
+        [other] = await exchange(servers.fast, request(target("component:web")))
+        assert other.status == 200 and not len(servers.services.hot)
+        before = servers.answered
+        [again] = await exchange(servers.fast, request())
+        assert servers.answered == before and again.header("age") is None  # executed again
+
+
 async def test_an_answer_ages_as_the_normal_way_says(servers: Servers, clock: Clock) -> None:
     fresh = await hot(servers)
     assert fresh.header("age") is None
@@ -429,9 +445,10 @@ async def test_every_request_is_counted_and_logged(
 
 async def test_subscriptions_upgrade_through_the_protocol(servers: Servers) -> None:
     from websockets.asyncio.client import connect
+    from websockets.typing import Subprotocol
 
     url = f"ws://127.0.0.1:{servers.fast}/graphql"
-    async with connect(url, subprotocols=["graphql-transport-ws"]) as socket:  # type: ignore[list-item]
+    async with connect(url, subprotocols=[Subprotocol("graphql-transport-ws")]) as socket:
         await socket.send(orjson.dumps({"type": "connection_init"}).decode())
         assert orjson.loads(await socket.recv()) == {"type": "connection_ack"}
 

@@ -134,7 +134,9 @@ class Completion(ABC):
         if kind == OBJECT:
             object_type = shape.output_type
             check = shape.is_type_of
-            if check is not None:
+            if check is not None and not (
+                type(value) in shape.by_class and getattr(value, TYPE_CAST_ATTRIBUTE, None) is None
+            ):
                 ok = check(
                     value, None if shape.strawberry_is_type_of else self.info(shape.field, path)
                 )
@@ -142,6 +144,8 @@ class Completion(ABC):
                     raise NotPlannableAtRun("an asynchronous is_type_of")
                 if not ok:
                     raise invalid_return_type_error(object_type, value, shape.field.details)
+                if shape.strawberry_is_type_of and not hasattr(value, TYPE_CAST_ATTRIBUTE):
+                    shape.by_class[type(value)] = object_type
             return self.fields(
                 shape.object_plan(object_type, self.variables), value, path, boundary
             )
@@ -184,12 +188,16 @@ class Completion(ABC):
     def complete_abstract(
         self, shape: Shape, value: Any, path: Path, boundary: Boundary
     ) -> dict[str, Any]:
+        known = shape.by_class.get(type(value))
+        if known is not None and getattr(value, TYPE_CAST_ATTRIBUTE, None) is None:
+            return self.fields(shape.object_plan(known, self.variables), value, path, boundary)
         abstract: GraphQLAbstractType = shape.output_type
         plan = self.plan
         field = shape.field
         name: Any = None
         info: Any = None
         origin = shape.interface
+        by_class = False  # whether the answer below holds for every value of this class
         if (
             origin is not None
             and getattr(value, TYPE_CAST_ATTRIBUTE, None) is None
@@ -199,6 +207,7 @@ class Completion(ABC):
             definition = getattr(value, "__strawberry_definition__", None)
             if definition is not None and not definition.is_graphql_generic:
                 name = definition.name
+                by_class = True
         if name is None:
             info = self.info(field, path)
             resolve_type = abstract.resolve_type or default_type_resolver
@@ -224,13 +233,17 @@ class Completion(ABC):
                 )
         check = runtime.is_type_of
         if check is not None:
-            if info is None and not strawberry_made(check):
+            made = strawberry_made(check)
+            if info is None and not made:
                 info = self.info(field, path)
             ok = check(value, info)
             if optimized_is_awaitable(ok):
                 raise NotPlannableAtRun("an asynchronous is_type_of")
             if not ok:
                 raise invalid_return_type_error(runtime, value, field.details)
+            by_class = by_class and made
+        if by_class:
+            shape.by_class[type(value)] = runtime
         return self.fields(shape.object_plan(runtime, self.variables), value, path, boundary)
 
 

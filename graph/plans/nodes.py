@@ -253,6 +253,7 @@ class Shape:
     """How a value of one output type is completed at one place of the document."""
 
     __slots__ = (
+        "by_class",
         "field",
         "inner",
         "interface",
@@ -283,6 +284,10 @@ class Shape:
         self.runtime: dict[str, GraphQLObjectType] = {}
         # A list of built-in leaves: (leaf, items may be null), checked in one go.
         self.plain: tuple[int, bool] | None = None
+        # Python classes of values checked once (no type cast on them): what Strawberry's own
+        # resolve_type and is_type_of answer depends on the class alone. An object shape maps
+        # a class to its own object type; an abstract one, to the runtime type it resolves to.
+        self.by_class: dict[type, GraphQLObjectType] = {}
 
     def object_plan(self, object_type: GraphQLObjectType, variables: VariableValues) -> ObjectPlan:
         found = self.objects.get(object_type.name)

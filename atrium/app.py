@@ -255,6 +255,7 @@ async def _metrics(request: Request) -> Response:
     services: Services = request.app.state.services
     if services.hot is not None:  # the requests it answered and has not counted yet
         services.hot.flush()
+        services.metrics.hot_answers.set(services.hot.answered)
     if services.db is not None:
         services.metrics.sql_queries.set(services.db.queries)
         await services.metrics.refresh(services)

@@ -7,8 +7,8 @@ scope, a task, two messages, every header checked again on the way out). This ta
 very bytes the view sent for such a hit, so that the server can send them again itself, as
 long as they are exactly what the view would send.
 
-Which requests (``key``): a GET whose target is ``/graphql?...`` and whose headers the view
-reads are Accept, Content-Type and the CSRF preflight headers, each at most once. A request
+Which requests (``key``): a GET of ``/graphql?...`` carrying, of the headers the view reads,
+only Accept, Content-Type and the CSRF preflight headers, each at most once. A request
 that says who is asking (Authorization, Cookie, the user header), asks to revalidate
 (If-None-Match and the other conditional headers), has a body or expects something goes the
 normal way. The key is the target as sent, Accept, Content-Type, and whether a preflight header
@@ -23,7 +23,7 @@ headers it sent. An entry lives while those bytes stay right:
 - while its ``Age`` is the same whole number of seconds: an entry dies when the Age would
   change, and the next request, answered the normal way, fills it again;
 - never while the replica drains (every answer then says ``Connection: close``): the protocol
-  asks the view then.
+  leaves every request to the view then.
 
 Every request answered from the table is counted as the view counts one (the metrics by
 operation, the access log line, a response-cache hit), in batches: ``flush`` runs a tenth of a

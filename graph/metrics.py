@@ -121,6 +121,12 @@ class Metrics:
             ["level", "outcome"],
             registry=self.registry,
         )
+        self.hot_answers = Gauge(
+            "atrium_hot_answers",
+            "Requests answered since start by the HTTP protocol from the hot answers (counted "
+            "in atrium_graphql_requests too)",
+            registry=self.registry,
+        )
         self._operations: set[str] = set()
         self._sources: list[tuple[Any, Gauge]] = []
 

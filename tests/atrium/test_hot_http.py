@@ -432,6 +432,8 @@ async def test_every_request_is_counted_and_logged(
     await exchange(servers.fast, *sent)  # pipelined too
     assert servers.answered - answered >= 10, "most were hot answers"
     assert await counted() == before + len(sent) * 2
+    [metrics] = await exchange(servers.fast, scrape)
+    assert count_samples(metrics.body.decode(), "atrium_hot_answers") == servers.answered
     assert hits.counts[("response", "hit")] == response_hits + len(sent) * 2
     await asyncio.sleep(logs.FLUSH_DELAY * 3)
     logged = [orjson.loads(line) for line in log_stream.getvalue().splitlines()[lines:]]

@@ -32,7 +32,7 @@ from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
-from sources.db import Database, embedded_database_url
+from sources.db import Database, counted_as_job, embedded_database_url
 from sources.errors import DatabaseUnavailable, MigrationError
 from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
@@ -211,6 +211,7 @@ async def _repeat(job: BackgroundJob, services: Services) -> None:
     """Run a job every interval on one replica: each round, the replica that claims the job
     (``sources.jobs``) runs it, and the others wait for the next round."""
     holder = f"{socket.gethostname()}:{os.getpid()}"
+    counted_as_job()  # this task's statements are not a request's
     while True:
         try:
             if await claim_run(services.database, job.name, job.interval, holder):
@@ -257,7 +258,7 @@ async def _metrics(request: Request) -> Response:
         services.hot.flush()
         services.metrics.hot_answers.set(services.hot.answered)
     if services.db is not None:
-        services.metrics.sql_queries.set(services.db.queries)
+        services.metrics.sql_queries.set(services.db.queries + services.db.job_queries)
         await services.metrics.refresh(services)
     if services.caches is not None:
         services.metrics.cache_counts(services.caches.stats.counts)

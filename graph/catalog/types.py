@@ -25,6 +25,8 @@ __all__ = [
     "VIEWERS_OWN",
     "Entity",
     "entity_from_record",
+    "one_by_ref",
+    "soon",
 ]
 
 # Catalog data changes by imports and syncs, which drop cached answers at once; the age bounds
@@ -44,7 +46,7 @@ class Relation:
 
     @strawberry.field
     def target(self, info: Info) -> Entity | None:
-        return _soon(_one_by_ref(info, self.target_ref))
+        return soon(one_by_ref(info, self.target_ref))
 
 
 @strawberry.interface(
@@ -114,7 +116,7 @@ T = TypeVar("T", bound=Entity)
 V = TypeVar("V")
 
 
-def _soon(value: V | Awaitable[V]) -> V:
+def soon(value: V | Awaitable[V]) -> V:
     """A resolver's answer, or an awaitable of it. graphql-core and the compiled plans await
     what a resolver returns when it is awaitable, so a resolver that can often answer at once
     (everything it reads in the loaders' cache) returns the value itself, sparing the request
@@ -123,7 +125,7 @@ def _soon(value: V | Awaitable[V]) -> V:
     return value  # type: ignore[return-value]
 
 
-def _one_by_ref(info: Info, ref: str | None) -> Entity | Awaitable[Entity | None] | None:
+def one_by_ref(info: Info, ref: str | None) -> Entity | Awaitable[Entity | None] | None:
     if ref is None:
         return None
     found = resolve.entity_now(info.context.loaders, ref)
@@ -181,7 +183,7 @@ class _Owned:
     @strawberry.field(description="The owning group or user.")
     def owner(self, info: Info) -> Entity | None:
         # Through the relation, not owner_ref, so it batches with the entity's other relations.
-        return _soon(_first_related(info, self.record.ref, "ownedBy", Entity))
+        return soon(_first_related(info, self.record.ref, "ownedBy", Entity))
 
 
 @strawberry.type
@@ -208,7 +210,7 @@ class _InSystem:
 
     @strawberry.field
     def system(self, info: Info) -> System | None:
-        return _soon(_first_related(info, self.record.ref, "partOf", System))
+        return soon(_first_related(info, self.record.ref, "partOf", System))
 
 
 @strawberry.type
@@ -217,11 +219,11 @@ class _Dependencies:
 
     @strawberry.field(description="What this depends on (dependsOn).")
     def dependencies(self, info: Info) -> list[Entity]:
-        return _soon(_all_related(info, self.record.ref, "dependsOn", Entity))
+        return soon(_all_related(info, self.record.ref, "dependsOn", Entity))
 
     @strawberry.field(description="What depends on this (dependencyOf).")
     def dependents(self, info: Info) -> list[Entity]:
-        return _soon(_all_related(info, self.record.ref, "dependencyOf", Entity))
+        return soon(_all_related(info, self.record.ref, "dependencyOf", Entity))
 
 
 @strawberry.type
@@ -244,7 +246,7 @@ class _Profiled:
 
     @strawberry.field(description="Entities this owns directly.")
     def owns(self, info: Info) -> list[Entity]:
-        return _soon(_all_related(info, self.record.ref, "ownerOf", Entity))
+        return soon(_all_related(info, self.record.ref, "ownerOf", Entity))
 
 
 def _text(value: object) -> str | None:
@@ -260,19 +262,19 @@ class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
 
     @strawberry.field
     def provides_apis(self, info: Info) -> list[API]:
-        return _soon(_all_related(info, self.record.ref, "providesApi", API))
+        return soon(_all_related(info, self.record.ref, "providesApi", API))
 
     @strawberry.field
     def consumes_apis(self, info: Info) -> list[API]:
-        return _soon(_all_related(info, self.record.ref, "consumesApi", API))
+        return soon(_all_related(info, self.record.ref, "consumesApi", API))
 
     @strawberry.field(description="The component this is part of (spec.subcomponentOf).")
     def parent_component(self, info: Info) -> Component | None:
-        return _soon(_first_related(info, self.record.ref, "partOf", Component))
+        return soon(_first_related(info, self.record.ref, "partOf", Component))
 
     @strawberry.field
     def subcomponents(self, info: Info) -> list[Component]:
-        return _soon(_all_related(info, self.record.ref, "hasPart", Component))
+        return soon(_all_related(info, self.record.ref, "hasPart", Component))
 
 
 @strawberry.type(
@@ -316,11 +318,11 @@ class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
 
     @strawberry.field
     def providers(self, info: Info) -> list[Component]:
-        return _soon(_all_related(info, self.record.ref, "apiProvidedBy", Component))
+        return soon(_all_related(info, self.record.ref, "apiProvidedBy", Component))
 
     @strawberry.field
     def consumers(self, info: Info) -> list[Component]:
-        return _soon(_all_related(info, self.record.ref, "apiConsumedBy", Component))
+        return soon(_all_related(info, self.record.ref, "apiConsumedBy", Component))
 
 
 @strawberry.type(
@@ -339,19 +341,19 @@ class System(_Owned, _Typed, Entity):
 
     @strawberry.field
     def domain(self, info: Info) -> Domain | None:
-        return _soon(_first_related(info, self.record.ref, "partOf", Domain))
+        return soon(_first_related(info, self.record.ref, "partOf", Domain))
 
     @strawberry.field
     def components(self, info: Info) -> list[Component]:
-        return _soon(_all_related(info, self.record.ref, "hasPart", Component))
+        return soon(_all_related(info, self.record.ref, "hasPart", Component))
 
     @strawberry.field
     def apis(self, info: Info) -> list[API]:
-        return _soon(_all_related(info, self.record.ref, "hasPart", API))
+        return soon(_all_related(info, self.record.ref, "hasPart", API))
 
     @strawberry.field
     def resources(self, info: Info) -> list[Resource]:
-        return _soon(_all_related(info, self.record.ref, "hasPart", Resource))
+        return soon(_all_related(info, self.record.ref, "hasPart", Resource))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A business area grouping systems.")
@@ -360,11 +362,11 @@ class Domain(_Owned, _Typed, Entity):
 
     @strawberry.field
     def systems(self, info: Info) -> list[System]:
-        return _soon(_all_related(info, self.record.ref, "hasPart", System))
+        return soon(_all_related(info, self.record.ref, "hasPart", System))
 
     @strawberry.field
     def parent_domain(self, info: Info) -> Domain | None:
-        return _soon(_first_related(info, self.record.ref, "partOf", Domain))
+        return soon(_first_related(info, self.record.ref, "partOf", Domain))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A team or other organisational unit.")
@@ -373,15 +375,15 @@ class Group(_Typed, _Profiled, Entity):
 
     @strawberry.field
     def parent(self, info: Info) -> Group | None:
-        return _soon(_first_related(info, self.record.ref, "childOf", Group))
+        return soon(_first_related(info, self.record.ref, "childOf", Group))
 
     @strawberry.field
     def children(self, info: Info) -> list[Group]:
-        return _soon(_all_related(info, self.record.ref, "parentOf", Group))
+        return soon(_all_related(info, self.record.ref, "parentOf", Group))
 
     @strawberry.field(description="Direct members.")
     def members(self, info: Info) -> list[User]:
-        return _soon(_all_related(info, self.record.ref, "hasMember", User))
+        return soon(_all_related(info, self.record.ref, "hasMember", User))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A person.")
@@ -390,7 +392,7 @@ class User(_Profiled, Entity):
 
     @strawberry.field(description="Groups this person is a direct member of.")
     def member_of(self, info: Info) -> list[Group]:
-        return _soon(_all_related(info, self.record.ref, "memberOf", Group))
+        return soon(_all_related(info, self.record.ref, "memberOf", Group))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A pointer to more catalog files.")

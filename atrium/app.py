@@ -19,6 +19,7 @@ from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.auth.identity import connect_identity
 from graph.auth.signin import sign_in_routes
 from graph.catalog_api import catalog_api
+from graph.hot_answers import HotAnswers
 from graph.http_output import vary_header
 from graph.logs import flush_logs
 from graph.metrics import Metrics
@@ -79,6 +80,9 @@ def create_app(
     )
     services.metrics.add_gauges(assembly.gauges)
     services.vary = vary_header(settings)
+    if settings.response_cache and settings.hot_answers:
+        services.hot = HotAnswers(settings.user_header)
+        services.hot.record = services.record_answered
     services.provided = ServiceDirectory(assembly.services, services.extras)
 
     @contextlib.asynccontextmanager
@@ -98,6 +102,8 @@ def create_app(
                 shared=services.caches.shared,
             )
             services.caches.subscribers.append(services.responses)
+            if services.hot is not None:
+                services.responses.on_forget = services.hot.forget
         services.caches.subscribers.append(services.tokens)
         services.caches.subscribers.append(services.changes)
         await services.caches.start()
@@ -127,6 +133,9 @@ def create_app(
                         task.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
+            if services.hot is not None:
+                services.hot.flush()
+                services.hot.clear()
             flush_logs()
             await services.caches.stop()
             services.responses = None
@@ -245,6 +254,9 @@ async def _readyz(request: Request) -> Response:
 
 async def _metrics(request: Request) -> Response:
     services: Services = request.app.state.services
+    if services.hot is not None:  # the requests it answered and has not counted yet
+        services.hot.flush()
+        services.metrics.hot_answers.set(services.hot.answered)
     if services.db is not None:
         services.metrics.sql_queries.set(services.db.queries + services.db.job_queries)
         await services.metrics.refresh(services)

@@ -25,25 +25,20 @@ from dataclasses import dataclass
 from email.utils import formatdate
 from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlencode
 
-import orjson
 import uvicorn
 import uvloop
 from uvicorn.protocols.http.httptools_impl import HttpToolsProtocol
 from uvicorn.server import ServerState
 
-from atrium.app import create_app
-from atrium.cli import uvicorn_options
 from atrium.http_protocol import AtriumHttpProtocol, http_protocol
-from bench.harness import BenchFailure
-from bench.harness.apps import floor_app
+from bench.harness import BenchFailure, persisted
+from bench.harness.apps import atrium, floor_app, uvicorn_options
 from bench.harness.inprocess import Scenario
 from graph.hot_answers import HotAnswer
 from graph.logs import configure_logging, flush_logs
 from graph.services import Services
 from graph.settings import Settings
-from sources.persisted import document_hash
 
 __all__ = ["Breakdown", "hot_path", "print_breakdown"]
 
@@ -71,7 +66,7 @@ async def hot_path(
 
 async def _hot_path(url: str, scenario: Scenario, media_type: str, calls: int) -> Breakdown:
     settings = Settings(database_url=url, redis_url=None, log_level="INFO")
-    app = create_app(settings, plugins=[])
+    app = atrium(settings)
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.getLogger("atrium").level
     with tempfile.TemporaryDirectory(prefix="atrium-hotpath-") as tmp:
@@ -142,14 +137,8 @@ class _ParseOnly(AtriumHttpProtocol):
 async def _measure(
     app: Any, services: Services, scenario: Scenario, media_type: str, calls: int
 ) -> Breakdown:
-    digest = document_hash(scenario.query)
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": digest}}
-    query_string = urlencode(
-        {
-            "extensions": orjson.dumps(extensions).decode(),
-            "variables": orjson.dumps(scenario.variables).decode(),
-        }
-    )
+    extensions = persisted.extensions(scenario.query)
+    query_string = persisted.query_string(scenario.query, scenario.variables)
     request = (
         f"GET /graphql?{query_string} HTTP/1.1\r\nhost: 127.0.0.1:8000\r\n"
         f"apollo-require-preflight: true\r\naccept: {media_type}\r\n\r\n"

@@ -39,6 +39,7 @@ from bench.harness.database import scratch_database
 from bench.harness.inprocess import Check
 from bench.harness.tables import print_rows, print_target
 from bench.harness.timing import frozen_heap
+from bench.request_path import print_whole_request, whole_request
 from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from graph.http_output import result_outcome
 from graph.plans import Plan
@@ -158,8 +159,19 @@ async def run_execution(*, short: bool, seed: int, rounds: int | None = None) ->
                         await _round(services, timing, generic_first=round_ % 2 == 0)
             assert services.assembly.plans is not None
             runs = services.assembly.plans.runs
+        # The component page again, as the whole request an app with no response cache serves.
+        page = timings[0]
+        whole = await whole_request(
+            scratch.url,
+            page.document.query,
+            page.document.variables,
+            page.fields,
+            rounds=rounds,
+            calls=100 if short else 500,
+        )
     print_timings(timings, rounds)
     print(f"compiled plans answered {runs:,} requests in all, warm-ups included")
+    print_whole_request(page.document.name, whole)
     print(f"\nexecution took {time.perf_counter() - begun:.0f} s; scratch database dropped")
 
 

@@ -61,6 +61,8 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "team page",
         "catalog list, 50 rows",
         "target: component page, compiled at least 4x faster than generic",
+        "component page, whole request (persisted GET in, bytes out",
+        "target: component page, whole request at most 2.5 µs per resolved field",
         "team DORA, 90 days",
         "Atrium POST /hooks/deployments/github",
         "Prometheus: the 5 range queries, one after another",

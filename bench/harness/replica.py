@@ -15,12 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
-import httpx
-
 from bench.harness import BenchFailure
 from bench.harness.apps import CLI_MODULE
 from bench.harness.host import child_environment, cpu_seconds, free_port
-from bench.harness.process import Child, answers, read_log, spawn
+from bench.harness.process import Child, answers, local_client, read_log, spawn
 
 __all__ = ["Replica", "free_port", "running_replicas", "serve_environment"]
 
@@ -117,7 +115,7 @@ class Replica:
 
     async def metrics(self) -> dict[str, float]:
         """``/metrics`` as ``{'name{labels}': value}``."""
-        async with httpx.AsyncClient(timeout=10) as client:
+        async with local_client(10) as client:
             text = (await client.get(f"{self.base}/metrics")).text
         found = {}
         for line in text.splitlines():

@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
+"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--skip-import]
 [--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes|
 replicas]
 [--users N] [--pinapps N] [--deploys N]``."""
@@ -65,6 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
     )
     parser.add_argument(
+        "--skip-import",
+        action="store_true",
+        help="leave out the catalog's timed full and no-change imports",
+    )
+    parser.add_argument(
         "--users",
         type=int,
         help="LDAP directory users (default 8 per 100 catalog entities: 20,000 for 250,000, "
@@ -94,6 +99,7 @@ def main(argv: list[str] | None = None) -> int:
         warmup=5 if args.quick else 10,
         seed=args.seed,
         explain_all=args.explain,
+        imports=not args.skip_import,
     )
     # The directory scales with the catalog, so --quick and small --entities runs stay quick.
     users = args.users or max(200, options.entities * 2 // 25)

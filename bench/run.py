@@ -10,7 +10,9 @@ from dataclasses import dataclass
 from bench.database import scratch_database
 from bench.explain import explain_slowest
 from bench.generate import generate
-from bench.harness import measure
+from bench.harness import BenchFailure, measure
+from bench.importing import time_import
+from bench.replica_memory import replica_memory
 from bench.report import print_explain, print_load, print_table
 from bench.scenarios import pick_inputs, scenarios
 from graph.app import create_app
@@ -29,6 +31,15 @@ class Options:
     explain_all: bool
     # Measuring stops early (after at least 20 rounds) past this, to keep a run near 5 minutes.
     budget_s: float = 150.0
+    # A full import of the catalog through `atrium catalog import`'s code, then a no-change one.
+    imports: bool = True
+
+
+def _hits(services: Services) -> int:
+    """Answers any cache gave so far: the loaders' (L1, L2) and the responses'."""
+    assert services.caches is not None  # made by the lifespan
+    counts = services.caches.stats.counts
+    return sum(n for (_, outcome), n in counts.items() if outcome == "hit")
 
 
 async def run(options: Options) -> None:
@@ -37,8 +48,10 @@ async def run(options: Options) -> None:
     logging.getLogger("atrium").setLevel(logging.WARNING)
     async with scratch_database() as scratch:
         print(f"scratch database {scratch.name} on the {scratch.server}")
-        # No plugin discovery: the benchmark measures the catalog alone.
-        app = create_app(Settings(database_url=scratch.url), plugins=[])
+        # No plugin discovery: the benchmark measures the catalog alone. Uncached: no response
+        # cache, and loaders' caches that keep nothing, so every request runs its SQL.
+        settings = Settings(database_url=scratch.url, response_cache=False, cache_max_entries=0)
+        app = create_app(settings, plugins=[])
         async with app.router.lifespan_context(app):
             services: Services = app.state.services
             report = await generate(scratch.url, options.entities, seed=options.seed)
@@ -54,6 +67,7 @@ async def run(options: Options) -> None:
             gc.collect()
             gc.freeze()
             chosen = scenarios(inputs)
+            hits = _hits(services)
             results = await measure(
                 app,
                 chosen,
@@ -61,10 +75,20 @@ async def run(options: Options) -> None:
                 warmup=options.warmup,
                 budget_s=options.budget_s,
             )
+            hits = _hits(services) - hits
+            if hits or services.responses is not None:
+                raise BenchFailure(f"uncached scenarios were answered from a cache {hits} times")
             print()
-            print_table(results)
+            print_table(
+                results,
+                cached="uncached (no response cache; loaders' caches keep nothing: 0 hits)",
+            )
             for result in results:
-                if options.explain_all or not result.passed:
+                if options.explain_all or not result.server_passed:
                     statements, plan = await explain_slowest(app, result.scenario)
                     print_explain(result.scenario.name, statements, plan)
+            gc.unfreeze()
+        await replica_memory(scratch.url, chosen)
+    if options.imports:
+        await time_import(options.entities, seed=options.seed)
     print(f"\nbenchmark took {time.perf_counter() - started:.0f} s; scratch database dropped")

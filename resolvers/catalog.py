@@ -13,7 +13,7 @@ from loaders.catalog import ENTITY_BY_REF, RELATED_REFS
 from loaders.registry import RequestLoaders
 from sources.catalog import queries
 from sources.catalog.documents import parse_documents
-from sources.catalog.listing import Order, list_entities
+from sources.catalog.listing import Order, list_entities, ranked_page
 from sources.catalog.placeholders import FetchPolicy
 from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Where
 from sources.catalog.refs import canonical_kind, normalize_ref
@@ -97,6 +97,7 @@ class EntitiesPage:
     has_next: bool
     has_previous: bool
     where: Where
+    total: int | None = None  # known when the page's query counted the matches
 
 
 async def entity(loaders: RequestLoaders, ref: str) -> EntityRecord | None:
@@ -144,9 +145,14 @@ async def entities_page(
         raise CatalogError("ordering by relevance needs a search")
     position = _decode_cursor(after, order) if after else None
     condition = where.where(prepared)
-    rows = await list_entities(
-        db, condition, order=order, after=position, limit=first + 1, search=prepared
-    )
+    total = None
+    if order is Order.RELEVANCE:
+        assert prepared is not None  # relevance without a search was refused above
+        start = position if isinstance(position, int) else 0
+        records, total = await ranked_page(db, condition, prepared, start=start, limit=first + 1)
+        rows: list[tuple[EntityRecord, str | None]] = [(r, None) for r in records]
+    else:
+        rows = await list_entities(db, condition, order=order, after=position, limit=first + 1)
     has_next = len(rows) > first
     rows = rows[:first]
     by_ref = loaders[ENTITY_BY_REF]
@@ -158,10 +164,12 @@ async def entities_page(
     else:
         cursors = [_encode_cursor([order.value, key, record.ref]) for record, key in rows]
     records = [record for record, _ in rows]
-    return EntitiesPage(records, cursors, has_next, after is not None, condition)
+    return EntitiesPage(records, cursors, has_next, after is not None, condition, total)
 
 
 async def count(db: Database, page: EntitiesPage) -> int:
+    if page.total is not None:
+        return page.total
     return await queries.count_entities(db, page.where)
 
 

@@ -1,0 +1,151 @@
+"""Totals and searches that stay fast at a million entities: totals the facet counts can give
+come from them, exactly; a search ranks and counts its matches in one pass; a word being typed
+is recognised from one step of the vocabulary's prefix index."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sources.catalog import vocabulary
+from sources.catalog.documents import read_paths
+from sources.catalog.listing import ranked_page
+from sources.catalog.queries import EntityFilter, count_entities, count_sql, prepare_search
+from sources.catalog.store import apply_batch
+from sources.db import Database
+from tests.conftest import EXAMPLES
+
+
+class _Recorder:
+    """An executor that writes down the statements it is given."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.statements: list[str] = []
+
+    async def fetchval(self, sql: str, *args: Any) -> Any:
+        self.statements.append(sql)
+        return await self.db.fetchval(sql, *args)
+
+    async def fetch(self, sql: str, *args: Any) -> Any:
+        self.statements.append(sql)
+        return await self.db.fetch(sql, *args)
+
+
+@pytest.fixture
+async def demo(db: Database) -> Database:
+    result = await apply_batch(db, read_paths([EXAMPLES]))
+    assert not result.errors
+    return db
+
+
+COUNTED = [
+    EntityFilter(kinds=["Component"], owners=["group:default/payments-squad"]),
+    EntityFilter(kinds=["Component"], lifecycles=["production"]),
+    EntityFilter(kinds=["Component", "API"], lifecycles=["production", "experimental"]),
+    EntityFilter(owners=["group:default/payments-squad", "group:default/checkout-team"]),
+    EntityFilter(kinds=["API"], types=["openapi"]),
+    EntityFilter(systems=["system:default/checkout"]),
+    EntityFilter(namespaces=["default"]),
+    EntityFilter(kinds=["Component"], tags=["go"]),
+    EntityFilter(kinds=["Component"], owners=["group:default/nobody-at-all"]),
+]
+NOT_COUNTED = [
+    # Two tags: an entity with both would be counted twice.
+    EntityFilter(kinds=["Component"], tags=["go", "kafka"]),
+    # Two fields: the counts are per field.
+    EntityFilter(
+        kinds=["Component"], owners=["group:default/payments-squad"], lifecycles=["production"]
+    ),
+    EntityFilter(kinds=["Component"], labels={"tier": "1"}),
+    EntityFilter(owners=["group:default/payments-squad"], refs=["component:default/checkout"]),
+]
+
+
+@pytest.mark.parametrize("entity_filter", COUNTED)
+async def test_totals_of_kinds_and_one_counted_field_come_from_the_counts(
+    demo: Database, entity_filter: EntityFilter
+) -> None:
+    where = entity_filter.where(None)
+    assert where.counted is not None
+    recorder = _Recorder(demo)
+    total = await count_entities(recorder, where)  # type: ignore[arg-type]
+    assert total == await demo.fetchval(count_sql(where.sql), *where.params)
+    assert len(recorder.statements) == 1 and "facet_counts" in recorder.statements[0]
+
+
+@pytest.mark.parametrize("entity_filter", NOT_COUNTED)
+async def test_other_totals_are_counted_from_the_entities(
+    demo: Database, entity_filter: EntityFilter
+) -> None:
+    where = entity_filter.where(None)
+    assert where.counted is None
+    recorder = _Recorder(demo)
+    total = await count_entities(recorder, where)  # type: ignore[arg-type]
+    assert total == await demo.fetchval(count_sql(where.sql), *where.params)
+    assert "facet_counts" not in recorder.statements[0]
+
+
+async def test_a_search_is_never_counted_from_the_counts(demo: Database) -> None:
+    search = await prepare_search(demo, "checkout")
+    assert EntityFilter(kinds=["Component"]).where(search).counted is None
+
+
+# The order relevance had when every match was ranked and counted by statements of their own.
+_RANKED_ALONE = """
+select e.ref from entities e where {where}
+order by (lower(e.name) = ${text}) desc, ts_rank(e.search, to_tsquery('english', {rank})) desc,
+         e.ref
+"""
+
+
+@pytest.mark.parametrize("text", ["checkout", "chekout", "payments api", "service", "zzzz"])
+async def test_a_search_page_is_ranked_and_counted_in_one_pass(demo: Database, text: str) -> None:
+    search = await prepare_search(demo, text)
+    where = EntityFilter().where(search)
+    assert where.rank is not None
+    expected = [
+        r["ref"]
+        for r in await demo.fetch(
+            _RANKED_ALONE.format(where=where.sql, text=len(where.params) + 1, rank=where.rank),
+            *where.params,
+            text,
+        )
+    ]
+    recorder = _Recorder(demo)
+    pages, seen = [], 0
+    while True:
+        records, total = await ranked_page(recorder, where, search, start=seen, limit=4)  # type: ignore[arg-type]
+        if not records:
+            assert total is None
+            break
+        assert total == len(expected)
+        pages += [r.ref for r in records]
+        seen += len(records)
+    assert pages == expected
+    assert len(recorder.statements) == -(-len(expected) // 4) + 1
+
+
+async def test_a_word_being_typed_is_found_from_one_step_of_the_prefix_index(
+    db: Database,
+) -> None:
+    async with db.transaction() as tx:
+        await vocabulary.record_terms(tx, ["checkout service", "payments gateway"])
+        await tx.execute("set local enable_seqscan = off")
+        words = ["check", "chekout"]
+        rows = [(w, g, 3) for w in words for g in sorted(vocabulary.trigrams(w))]
+        plan = await tx.fetch(
+            f"explain {vocabulary._CORRECTIONS}",
+            [r[0] for r in rows],
+            [r[1] for r in rows],
+            [r[2] for r in rows],
+            0.3,
+            3,
+        )
+    text = "\n".join(r[0] for r in plan)
+    assert "search_terms_prefix" in text and "Seq Scan on search_terms" not in text, text
+    assert await vocabulary.corrections(db, ["check", "chekout", "gatewya", "zzzz"]) == {
+        "chekout": ["checkout"],
+        "gatewya": ["gateway"],
+    }

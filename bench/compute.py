@@ -50,10 +50,10 @@ import orjson
 import yaml
 from starlette.applications import Starlette
 
+from atrium.app import create_app
 from bench.database import _SAFE_NAME, ENV_URL, LOCAL_URL, _with_database
 from bench.harness import BenchFailure, Measurement, _timed, _verify, baseline_app, sample
 from bench.scenarios import Check, Scenario
-from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
 from plugins.pincompute import PinComputePlugin, emulator

@@ -25,10 +25,10 @@ from typing import Any
 
 import httpx
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.lighthouse import LIGHTHOUSE, PAGES, run_lighthouse
 from bench.serving_procs import Server, running_servers
-from graph.app import create_app
 from graph.settings import Settings
 
 __all__ = ["run_console"]

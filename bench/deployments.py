@@ -41,6 +41,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
+from atrium.app import create_app
+from atrium.cli import listening_socket, uvicorn_options
 from bench.database import scratch_database
 from bench.explain import explain_slowest
 from bench.generate import _CONSTRAINTS, _INDEXES, _connect, _copy, _execute, _parallel, generate
@@ -52,8 +54,6 @@ from bench.serving import _load_process
 from bench.serving_load import LoadResult, _cpu_seconds, _read_reply, request_bytes
 from bench.serving_procs import running_servers
 from bench.serving_report import Figures, Target
-from graph.app import create_app
-from graph.cli import listening_socket, uvicorn_options
 from graph.logs import configure_logging
 from graph.settings import Settings
 from plugins.deployments import DeploymentsPlugin

@@ -34,13 +34,13 @@ from typing import Any, Final
 
 from strawberry.types import ExecutionResult
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.generate import generate
 from bench.harness import BenchFailure
 from bench.report import _print_rows
 from bench.scenarios import Check, pick_inputs, scenarios
 from bench.serving import COMPONENT_PAGE
-from graph.app import create_app
 from graph.http_output import result_outcome
 from graph.plans import Plan
 from graph.services import Services

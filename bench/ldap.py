@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Final
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.directory import GROUPS_DN, USERS_DN, DirectoryPlan, plan_directory
 from bench.harness import BenchFailure
@@ -33,7 +34,6 @@ from bench.memory import Peak, python_peak, rss_peak
 from bench.report import print_directory, print_syncs
 from bench.slapd import ROOT_DN, ROOT_PASSWORD, running_slapd
 from bench.written import CATALOG_TABLES, WriteCounter
-from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
 from sources.db import Database

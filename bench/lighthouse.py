@@ -197,7 +197,7 @@ async def atrium_serve_demo(database_url: str) -> AsyncIterator[str]:
             process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "graph.cli",
+                "atrium.cli",
                 "serve",
                 "--demo",
                 "--host",

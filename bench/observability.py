@@ -57,11 +57,11 @@ import orjson
 import uvicorn
 from starlette.responses import JSONResponse
 
+from atrium.app import create_app
+from atrium.cli import listening_socket, uvicorn_options
 from bench.database import scratch_database
 from bench.harness import BenchFailure, _percentile
 from bench.serving_procs import Server, running_servers
-from graph.app import create_app
-from graph.cli import listening_socket, uvicorn_options
 from graph.logs import configure_logging
 from graph.settings import Settings
 from plugins.observability import ObservabilityPlugin

@@ -73,7 +73,7 @@ class Replica:
             self.process = await asyncio.create_subprocess_exec(
                 sys.executable,
                 "-m",
-                "graph.cli",
+                "atrium.cli",
                 "serve",
                 "--host",
                 "127.0.0.1",

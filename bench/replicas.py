@@ -44,6 +44,7 @@ from urllib.parse import urlencode
 import orjson
 import redis
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.generate import generate
 from bench.haproxy import haproxy
@@ -55,7 +56,6 @@ from bench.scenarios import pick_inputs
 from bench.serving import COMPONENT_PAGE, GET_HEADERS, MEDIA_TYPE
 from bench.serving_load import fetch, request_bytes
 from bench.serving_procs import running_servers
-from graph.app import create_app
 from graph.persisted import trust
 from graph.settings import Settings
 from sources.persisted import document_hash

@@ -7,6 +7,7 @@ import logging
 import time
 from dataclasses import dataclass
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.explain import explain_slowest
 from bench.generate import generate
@@ -15,7 +16,6 @@ from bench.importing import time_import
 from bench.replica_memory import replica_memory
 from bench.report import print_explain, print_load, print_table
 from bench.scenarios import pick_inputs, scenarios
-from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
 

@@ -49,6 +49,7 @@ from urllib.parse import urlencode
 
 import orjson
 
+from atrium.app import create_app
 from bench.database import scratch_database
 from bench.generate import generate
 from bench.scenarios import Scenario, pick_inputs, scenarios
@@ -56,7 +57,6 @@ from bench.serving_hotpath import hot_path, print_breakdown
 from bench.serving_load import LoadSpec, Reply, fetch, request_bytes, run_load
 from bench.serving_procs import Server, Servers, running_servers
 from bench.serving_report import Figures, Target, print_figures
-from graph.app import create_app
 from graph.services import Services
 from graph.settings import Settings
 from sources.persisted import document_hash

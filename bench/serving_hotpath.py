@@ -22,10 +22,10 @@ from urllib.parse import urlencode
 
 import orjson
 
+from atrium.app import create_app
 from bench.harness import BenchFailure
 from bench.scenarios import Scenario
 from bench.serving_server import floor_app
-from graph.app import create_app
 from graph.authz import viewer_without_token
 from graph.http_input import negotiate, read_get
 from graph.http_output import Outcome, cache_headers, send_outcome

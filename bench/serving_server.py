@@ -6,7 +6,7 @@ arguments (they beat ``ATRIUM_*`` variables and ``atrium.toml``, so a developer'
 slip into a target that must have none). ``python -m bench.serving_server floor BODY_FILE
 MEDIA_TYPE`` serves a bare Starlette endpoint answering the file's bytes.
 
-Both run as ``atrium serve`` runs a worker (``graph.cli.uvicorn_options``): one process, uvloop
+Both run as ``atrium serve`` runs a worker (``atrium.cli.uvicorn_options``): one process, uvloop
 and httptools, JSON logs on stderr (Atrium at its ``log_level``, INFO unless the settings say
 otherwise, so its access log is written as it is in production; the floor has none). The
 socket is bound
@@ -29,8 +29,8 @@ from starlette.requests import Request
 from starlette.responses import PlainTextResponse, Response
 from starlette.routing import Route
 
-from graph.app import create_app
-from graph.cli import uvicorn_options
+from atrium.app import create_app
+from atrium.cli import uvicorn_options
 from graph.logs import configure_logging
 from graph.settings import Settings
 

@@ -93,7 +93,7 @@ def main() -> None:
             "ATRIUM_SHUTDOWN_GRACE": "0",
         }
         server = subprocess.Popen(
-            [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
+            [sys.executable, "-m", "atrium.cli", "serve", "--demo", "--port", str(port)],
             cwd=ROOT,
             env=env,
         )

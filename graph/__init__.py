@@ -1,1 +1,2 @@
-"""Atrium's GraphQL face: app factory, settings, schema assembly, plugin API and HTTP view."""
+"""Atrium's GraphQL face: settings, schema assembly, plugin API and HTTP view (the app is
+composed above it, in ``atrium``)."""

@@ -51,7 +51,7 @@ class Services:
     # Sign-in's provider, sessions and bearer JWTs, connected by the lifespan when
     # oidc_issuer is set.
     identity: Identity | None = None
-    # Set when the replica is stopping (graph.drain): /readyz answers 503 so that balancers
+    # Set when the replica is stopping (atrium.drain): /readyz answers 503 so that balancers
     # take it out, and answers close their connections; it goes on serving meanwhile.
     draining: bool = False
 

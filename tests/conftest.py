@@ -17,7 +17,7 @@ import orjson
 import pytest
 from starlette.applications import Starlette
 
-from graph.app import create_app
+from atrium.app import create_app
 from graph.plugin import Plugin
 from graph.settings import Settings
 from sources.db import Database, DatabaseOptions

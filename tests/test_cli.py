@@ -18,7 +18,7 @@ ROOT = Path(__file__).resolve().parent.parent
 
 def atrium(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
+        [sys.executable, "-m", "atrium.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -103,7 +103,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     env["ATRIUM_SHUTDOWN_GRACE"] = "0"  # no balancer to leave: SIGTERM stops it at once
     process = subprocess.Popen(
-        [sys.executable, "-m", "graph.cli", "serve", "--demo", "--port", str(port)],
+        [sys.executable, "-m", "atrium.cli", "serve", "--demo", "--port", str(port)],
         cwd=tmp_path,
         env=env,
         stdout=subprocess.PIPE,

@@ -139,7 +139,7 @@ def atrium_serve(database_url: str) -> Iterator[tuple[str, Path]]:
             serve = ["serve", "--host", "127.0.0.1", "--port", str(port)]
             with log.open("wb") as out:
                 process = subprocess.Popen(
-                    [sys.executable, "-m", "graph.cli", *serve],
+                    [sys.executable, "-m", "atrium.cli", *serve],
                     cwd=tmp,
                     env=env,
                     stdout=out,

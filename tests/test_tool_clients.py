@@ -365,7 +365,7 @@ def atrium(
     env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
     env |= {"ATRIUM_URL": served.base, "ATRIUM_TOKEN": token or served.token}
     return subprocess.run(
-        [sys.executable, "-m", "graph.cli", *args],
+        [sys.executable, "-m", "atrium.cli", *args],
         capture_output=True,
         text=True,
         cwd=ROOT,
@@ -425,7 +425,7 @@ async def test_atrium_lookup_finds_entities_by_annotation_and_label(served: Serv
 @pytest.mark.parametrize("command", ["owner", "lookup"])
 def test_lookup_commands_have_help(command: str) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "graph.cli", command, "--help"],
+        [sys.executable, "-m", "atrium.cli", command, "--help"],
         capture_output=True,
         text=True,
         cwd=ROOT,

@@ -162,7 +162,7 @@ async def atrium_serve(
                 process = await asyncio.create_subprocess_exec(
                     sys.executable,
                     "-m",
-                    "graph.cli",
+                    "atrium.cli",
                     "serve",
                     "--host",
                     "127.0.0.1",

@@ -184,7 +184,7 @@ def start_replica(database_url: str, cwd: str) -> subprocess.Popen[bytes]:
         [
             sys.executable,
             "-m",
-            "graph.cli",
+            "atrium.cli",
             "serve",
             "--host",
             "127.0.0.1",

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import socket
 
-from graph.cli import listening_socket
+from atrium.cli import listening_socket
 
 
 async def test_connections_accepted_on_the_shared_socket_have_nagle_off() -> None:

@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 import httpx
 import pytest
 
-from graph.app import create_app
+from atrium.app import create_app
 from graph.settings import Settings
 from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch

@@ -19,7 +19,7 @@ DEMO_PATH = Path(__file__).resolve().parent.parent / "examples"
 async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:
     """Resolve the database, migrate it, and load the demo organisation if asked and empty.
     ``quiet`` leaves the telling to the logs (each migration is logged as it is applied)."""
-    from graph.app import database_url
+    from atrium.app import database_url
     from graph.assembly import assemble, core_plugins, discover_plugins
     from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch

@@ -14,9 +14,9 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from graph.cli_db import prepare
-from graph.cli_lookup import add_lookup_commands
-from graph.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
+from atrium.cli_db import prepare
+from atrium.cli_lookup import add_lookup_commands
+from atrium.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
 from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
 
 __all__ = ["main", "uvicorn_options"]
@@ -175,8 +175,8 @@ def _start_demos(settings: Settings, stack: contextlib.ExitStack) -> None:
     if settings.production:
         log.warning("--demo adds no demo backends in production mode")
         return
+    from atrium.cli_db import DEMO_PATH
     from graph.assembly import assemble, core_plugins, discover_plugins
-    from graph.cli_db import DEMO_PATH
 
     assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
     for plugin_id, start in assembly.demos:
@@ -186,11 +186,11 @@ def _start_demos(settings: Settings, stack: contextlib.ExitStack) -> None:
 
 
 def _run_server(settings: Settings, args: argparse.Namespace) -> int:
-    """Serve until SIGTERM or Ctrl+C. Each worker drains at SIGTERM (``graph.drain``):
+    """Serve until SIGTERM or Ctrl+C. Each worker drains at SIGTERM (``atrium.drain``):
     readiness 503 at once, serving on for ATRIUM_SHUTDOWN_GRACE seconds, then a graceful stop."""
     import uvicorn
 
-    from graph.drain import Supervisor
+    from atrium.drain import Supervisor
     from graph.logs import flush_logs
 
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
@@ -206,7 +206,7 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
         print(f"atrium: cannot listen on {args.host}:{args.port}: {exc.strerror}", file=sys.stderr)
         return 1
     config = uvicorn.Config(
-        "graph.drain:served_app",
+        "atrium.app:served_app",
         factory=True,
         workers=args.workers,
         **uvicorn_options(settings.keep_alive_timeout),

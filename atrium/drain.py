@@ -17,9 +17,10 @@ A second SIGTERM, or SIGINT (Ctrl+C) at any time, skips what is left of the grac
 Ctrl+C then stops without waiting, as uvicorn does.
 
 uvicorn installs its signal handlers before it loads the app, in every worker's main thread;
-``served_app`` (the factory ``atrium serve`` gives uvicorn) takes them over from there and
-hands the signal on to them when the grace is over. ``Supervisor`` is uvicorn's supervisor of
-``--workers N``, which passes a second SIGTERM on to the workers.
+``atrium.app.served_app`` (the factory ``atrium serve`` gives uvicorn) has a ``Drain`` take
+them over from there, which hands the signal on to them when the grace is over.
+``Supervisor`` is uvicorn's supervisor of ``--workers N``, which passes a second SIGTERM on to
+the workers.
 """
 
 from __future__ import annotations
@@ -33,31 +34,18 @@ from collections.abc import Callable
 from types import FrameType
 from typing import Any
 
-from starlette.applications import Starlette
 from uvicorn.supervisors import Multiprocess
 
 from graph.services import Services
 from graph.types import Message, Send
 
-__all__ = ["Drain", "Supervisor", "closing", "served_app"]
+__all__ = ["Drain", "Supervisor", "closing"]
 
 log = logging.getLogger("atrium.drain")
 
 Handler = Callable[[int, FrameType | None], Any]
 _SIGNALS = (signal.SIGTERM, signal.SIGINT)
 _CLOSE = (b"connection", b"close")
-
-
-def served_app() -> Starlette:
-    """The app of an ``atrium serve`` worker, its SIGTERM made a drain. uvicorn calls this
-    factory in the worker's main thread, its event loop running and its signal handlers in
-    place."""
-    from graph.app import app_from_environment
-
-    app = app_from_environment()
-    services: Services = app.state.services
-    Drain(services, services.settings.shutdown_grace).install()
-    return app
 
 
 class Drain:

@@ -14,9 +14,9 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from atrium.drain import Drain, closing
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.catalog_api import catalog_api
-from graph.drain import closing
 from graph.http_output import vary_header
 from graph.identity import connect_identity
 from graph.logs import flush_logs
@@ -38,7 +38,7 @@ from sources.migrations import apply_migrations, pending_migrations
 from ssr import Console, console_not_found, console_routes, console_unavailable
 from ssr.assets import BuildFiles
 
-__all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url"]
+__all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url", "served_app"]
 
 log = logging.getLogger("atrium.app")
 
@@ -162,6 +162,16 @@ def app_from_environment() -> Starlette:
     settings = Settings()
     configure_logging(settings.log_level)
     return create_app(settings)
+
+
+def served_app() -> Starlette:
+    """The app of an ``atrium serve`` worker, its SIGTERM made a drain. uvicorn calls this
+    factory in the worker's main thread, its event loop running and its signal handlers in
+    place."""
+    app = app_from_environment()
+    services: Services = app.state.services
+    Drain(services, services.settings.shutdown_grace).install()
+    return app
 
 
 async def database_url(settings: Settings) -> str:

@@ -7,7 +7,7 @@ import asyncio
 import sys
 from typing import Any, TextIO
 
-from graph.cli_db import prepare, with_database
+from atrium.cli_db import prepare, with_database
 from graph.settings import Settings
 
 __all__ = ["persisted_load", "sync_ldap", "token_create", "token_list", "token_revoke"]

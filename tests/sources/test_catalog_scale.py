@@ -5,11 +5,12 @@ range of one index."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from sources.catalog import vocabulary
+from sources.catalog import store, vocabulary
 from sources.catalog.documents import read_paths
 from sources.catalog.listing import Order, keyset_sql, ranked_page
 from sources.catalog.queries import EntityFilter, count_entities, count_sql, prepare_search
@@ -173,3 +174,64 @@ async def test_a_page_of_a_team_s_entities_of_a_kind_reads_one_index_range(
             "group:default/payments-squad",
         )
     ]
+
+
+async def test_an_unchanged_import_leaves_its_rows_untouched(demo: Database) -> None:
+    """Locking a row writes a mark into it: a million unchanged entities read under lock were
+    a million rows written, for nothing. Only the rows to be written are locked."""
+    batch = read_paths([EXAMPLES])
+    result = await apply_batch(demo, batch)
+    assert not result.changed and len(result.unchanged) == len(batch.entities)
+    assert await demo.fetchval("select count(*) from entities where xmax <> 0") == 0
+
+
+_TABLES = {
+    "entities": "select ref, kind, owner_ref, system_ref, tags, spec, hash, origin from entities",
+    "relations": "select * from relations",
+    "facet_counts": "select * from facet_counts",
+    "search_terms": "select * from search_terms",
+}
+
+
+async def _tables(db: Database) -> dict[str, list[Any]]:
+    return {t: sorted(map(tuple, await db.fetch(sql))) for t, sql in _TABLES.items()}
+
+
+def _components(names: list[str], owner: str) -> str:
+    return "\n---\n".join(
+        f"apiVersion: backstage.io/v1alpha1\nkind: Component\nmetadata: {{name: {n}, "
+        f"tags: [go, {n}]}}\nspec: {{type: service, lifecycle: production, owner: {owner}, "
+        f"system: shop, dependsOn: ['component:{names[0]}'], providesApis: [{n}-api]}}"
+        for n in names
+    )
+
+
+async def test_a_batch_is_written_a_slice_at_a_time_as_if_whole(
+    db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Written in slices of 7 entities and 11 relations, a batch leaves what it leaves written
+    whole: created, then edited and shrunk (updates, deletions, relations dropped)."""
+    names = [f"c{i:02}" for i in range(30)]
+    catalog = tmp_path / "catalog-info.yaml"
+    results: dict[bool, list[Any]] = {}
+    for sliced in (False, True):
+        await db.execute(
+            "truncate entities, relations, facet_counts, search_terms, search_trigrams"
+        )
+        if sliced:
+            monkeypatch.setattr(store, "ENTITY_SLICE", 7)
+            monkeypatch.setattr(store, "RELATION_SLICE", 11)
+        catalog.write_text(_components(names, "team-a"))
+        first = await apply_batch(db, read_paths([catalog]))
+        after_first = await _tables(db)
+        catalog.write_text(_components(names[:12], "team-b"))
+        second = await apply_batch(db, read_paths([catalog]))
+        results[sliced] = [
+            (sorted(first.created), sorted(first.related)),
+            after_first,
+            (sorted(second.updated), sorted(second.deleted), sorted(second.related)),
+            await _tables(db),
+        ]
+        assert len(first.created) == 30 and len(second.updated) == 12
+        assert len(second.deleted) == 18
+    assert results[True] == results[False]

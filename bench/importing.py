@@ -7,13 +7,19 @@ temporary directory. Each import reads the directory as ``atrium catalog import 
 (``read_paths`` in a worker thread: YAML, placeholders, validation), then writes the batch
 (``apply_batch``) into a migrated scratch database of its own, empty for the first import. Rows
 written are PostgreSQL's own counts (``bench.written``): the no-change import must write none.
+
+It runs in a process of its own (``python -m bench.importing ENTITIES SEED``), as the command
+does: the benchmark's process still holds what it generated, and the importing process's
+peak resident set is what an import of that size needs.
 """
 
 from __future__ import annotations
 
 import asyncio
 import gc
+import logging
 import re
+import sys
 import tempfile
 import time
 from collections.abc import Iterable
@@ -32,7 +38,7 @@ from sources.catalog.store import ApplyResult, apply_batch
 from sources.db import Database
 from sources.migrations import apply_migrations, core_migrations
 
-__all__ = ["ImportTiming", "time_import", "write_catalog", "yaml_document"]
+__all__ = ["ImportTiming", "run_import", "time_import", "write_catalog", "yaml_document"]
 
 _PLAIN_KEY: Final = re.compile(r"^[A-Za-z][A-Za-z0-9_./-]*$")
 MB: Final = 1024 * 1024
@@ -162,6 +168,26 @@ def _check(first: ImportTiming, again: ImportTiming, total: int) -> None:
         raise BenchFailure(f"the no-change import wrote rows: {again.written}")
 
 
+async def run_import(total: int, *, seed: int) -> None:
+    """The timed imports in a process of their own; its report printed as it comes."""
+    sys.stdout.flush()  # what this process printed comes first
+    process = await asyncio.create_subprocess_exec(
+        sys.executable, "-m", "bench.importing", str(total), str(seed)
+    )
+    if await process.wait() != 0:
+        raise BenchFailure(f"the import benchmark exited with status {process.returncode}")
+
+
+def _peak_rss() -> str:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return f"{int(line.split()[1]) / 1024 / 1024:.1f} GB"
+    except (OSError, ValueError):
+        pass
+    return "n/a"
+
+
 def _print(timings: list[ImportTiming], files: int, size: int, written_s: float) -> None:
     total = len(timings[0].result.created)
     print(
@@ -180,3 +206,18 @@ def _print(timings: list[ImportTiming], files: int, size: int, written_s: float)
             f"  {t.name:17} {t.seconds:7.1f} s (read and check {t.read_s:.1f} s, write "
             f"{t.write_s:.1f} s): {total / t.seconds:,.0f} entities/s; {counted}"
         )
+    print(f"  the importing process's peak resident set: {_peak_rss()}")
+
+
+def main(argv: list[str]) -> int:
+    logging.getLogger("atrium").setLevel(logging.WARNING)
+    try:
+        asyncio.run(time_import(int(argv[0]), seed=int(argv[1])))
+    except BenchFailure as exc:
+        print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

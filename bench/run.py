@@ -12,7 +12,7 @@ from bench.database import scratch_database
 from bench.explain import explain_slowest
 from bench.generate import generate
 from bench.harness import BenchFailure, measure
-from bench.importing import time_import
+from bench.importing import run_import
 from bench.replica_memory import replica_memory
 from bench.report import print_explain, print_load, print_table
 from bench.scenarios import pick_inputs, scenarios
@@ -90,5 +90,5 @@ async def run(options: Options) -> None:
             gc.unfreeze()
         await replica_memory(scratch.url, chosen)
     if options.imports:
-        await time_import(options.entities, seed=options.seed)
+        await run_import(options.entities, seed=options.seed)
     print(f"\nbenchmark took {time.perf_counter() - started:.0f} s; scratch database dropped")

@@ -93,7 +93,7 @@ install-test: $(VENV)/.installed-test
 
 lint: $(VENV)/.installed-test
 	$(BIN)/ruff check .
-	$(BIN)/mypy atrium graph resolvers loaders sources
+	$(BIN)/mypy atrium graph resolvers loaders sources bench
 
 # Regenerate the committed schema after a deliberate change.
 schema: $(VENV)/.installed

@@ -16,9 +16,11 @@ from starlette.routing import Route, WebSocketRoute
 
 from atrium.drain import Drain, closing
 from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.auth.identity import connect_identity
+from graph.auth.signin import sign_in_routes
 from graph.catalog_api import catalog_api
+from graph.hot_answers import HotAnswers
 from graph.http_output import vary_header
-from graph.identity import connect_identity
 from graph.logs import flush_logs
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries, trust
@@ -26,12 +28,11 @@ from graph.plugin import BackgroundJob, Plugin
 from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
-from graph.signin import sign_in_routes
 from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
-from sources.db import Database, embedded_database_url
+from sources.db import Database, counted_as_job, embedded_database_url
 from sources.errors import DatabaseUnavailable, MigrationError
 from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
@@ -79,6 +80,9 @@ def create_app(
     )
     services.metrics.add_gauges(assembly.gauges)
     services.vary = vary_header(settings)
+    if settings.response_cache and settings.hot_answers:
+        services.hot = HotAnswers(settings.user_header)
+        services.hot.record = services.record_answered
     services.provided = ServiceDirectory(assembly.services, services.extras)
 
     @contextlib.asynccontextmanager
@@ -98,6 +102,8 @@ def create_app(
                 shared=services.caches.shared,
             )
             services.caches.subscribers.append(services.responses)
+            if services.hot is not None:
+                services.responses.on_forget = services.hot.forget
         services.caches.subscribers.append(services.tokens)
         services.caches.subscribers.append(services.changes)
         await services.caches.start()
@@ -127,6 +133,9 @@ def create_app(
                         task.cancel()
                     await asyncio.gather(*jobs, return_exceptions=True)
         finally:
+            if services.hot is not None:
+                services.hot.flush()
+                services.hot.clear()
             flush_logs()
             await services.caches.stop()
             services.responses = None
@@ -202,6 +211,7 @@ async def _repeat(job: BackgroundJob, services: Services) -> None:
     """Run a job every interval on one replica: each round, the replica that claims the job
     (``sources.jobs``) runs it, and the others wait for the next round."""
     holder = f"{socket.gethostname()}:{os.getpid()}"
+    counted_as_job()  # this task's statements are not a request's
     while True:
         try:
             if await claim_run(services.database, job.name, job.interval, holder):
@@ -244,8 +254,11 @@ async def _readyz(request: Request) -> Response:
 
 async def _metrics(request: Request) -> Response:
     services: Services = request.app.state.services
+    if services.hot is not None:  # the requests it answered and has not counted yet
+        services.hot.flush()
+        services.metrics.hot_answers.set(services.hot.answered)
     if services.db is not None:
-        services.metrics.sql_queries.set(services.db.queries)
+        services.metrics.sql_queries.set(services.db.queries + services.db.job_queries)
         await services.metrics.refresh(services)
     if services.caches is not None:
         services.metrics.cache_counts(services.caches.stats.counts)

@@ -228,13 +228,14 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
 
 def uvicorn_options(keep_alive: int = KEEP_ALIVE_TIMEOUT) -> dict[str, Any]:
     """How every Atrium server runs uvicorn: uvloop's event loop and httptools' HTTP parser
-    (the pure-Python fallbacks serve a third as many requests), Atrium's JSON logs instead of
-    uvicorn's, Atrium's access log (with the GraphQL operation) instead of uvicorn's, and idle
-    keep-alive connections kept ``keep_alive`` seconds (uvicorn's 5 s races a balancer's reuse
-    of its idle connections)."""
+    (the pure-Python fallbacks serve a third as many requests), through Atrium's protocol,
+    which sends the hot answers itself (``atrium.http_protocol``; uvicorn's own for any other
+    app), Atrium's JSON logs instead of uvicorn's, Atrium's access log (with the GraphQL
+    operation) instead of uvicorn's, and idle keep-alive connections kept ``keep_alive``
+    seconds (uvicorn's 5 s races a balancer's reuse of its idle connections)."""
     return {
         "loop": "uvloop",
-        "http": "httptools",
+        "http": "atrium.http_protocol:http_protocol",
         "log_config": None,
         "access_log": False,
         "timeout_keep_alive": keep_alive,

@@ -1,6 +1,7 @@
-"""Atrium's benchmark: ``make bench`` (``python -m bench``).
+"""Atrium's benchmark: ``make bench`` (``python -m bench``), run from a checkout.
 
-It builds a 250,000-entity catalog in a scratch database, times the portal's four typical
-requests through the real ASGI app, and prints each as a ratio to a bare endpoint returning
-the same bytes in the same run, so numbers from different machines can be compared.
+Each scenario (``bench/__main__.py``'s ``SCENARIOS``) builds its data in a scratch database,
+times what a user of Atrium does, and prints it as a ratio to a baseline measured in the same
+run, mostly the same bytes from a bare Starlette endpoint, so that figures from different
+machines can be compared. ``bench.harness`` is what the scenarios share.
 """

@@ -1,21 +1,26 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--skip-import]
 [--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes|
 replicas]
-[--users N] [--pinapps N] [--deploys N]``."""
+[--users N] [--pinapps N] [--deploys N]``.
+
+Every scenario runs in turn, in ``SCENARIOS``' order, or the one ``--only`` names; each is a
+function of the command line's ``Run``, which says how big and how long."""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
 
 from bench.changes import run_changes
 from bench.compute import run_compute
 from bench.console import run_console
-from bench.database import admin_url
 from bench.deployments import run_deployments
 from bench.execution import run_execution
-from bench.harness import BenchFailure
+from bench.harness import exit_status
 from bench.ldap import LdapOptions, run_ldap
 from bench.observability import run_observability
 from bench.replicas import run_replicas
@@ -23,124 +28,165 @@ from bench.run import Options, run
 from bench.serving import run_serving
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(
+@dataclass(frozen=True, slots=True)
+class Run:
+    """What the command line asked for, as the scenarios read it."""
+
+    args: argparse.Namespace
+
+    @property
+    def short(self) -> bool:
+        """A short run throughout: ``--quick``, or fewer than 5 rounds."""
+        return bool(self.args.quick) or (self.args.rounds is not None and self.args.rounds < 5)
+
+    @property
+    def options(self) -> Options:
+        """The catalog's size and the in-process measurement's rounds."""
+        quick = self.args.quick
+        return Options(
+            entities=self.args.entities or (20_000 if quick else 250_000),
+            rounds=self.args.rounds or (30 if quick else 100),
+            warmup=5 if quick else 10,
+            seed=self.args.seed,
+            explain_all=self.args.explain,
+            imports=not self.args.skip_import,
+        )
+
+
+def _catalog(r: Run) -> None:
+    asyncio.run(run(r.options))
+
+
+def _ldap(r: Run) -> None:
+    # The directory scales with the catalog, so --quick and small --entities runs stay quick.
+    users = r.args.users or max(200, r.options.entities * 2 // 25)
+    run_ldap(LdapOptions(users=users, groups=max(20, users // 10), seed=r.args.seed))
+
+
+def _compute(r: Run) -> None:
+    pinapps = r.args.pinapps or (2_000 if r.args.quick else 20_000)
+    rounds = r.args.rounds or (30 if r.args.quick else 100)
+    asyncio.run(run_compute(total=pinapps, quick=r.args.quick, rounds=rounds))
+
+
+def _serving(r: Run) -> None:
+    asyncio.run(run_serving(quick=r.args.quick, seed=r.args.seed, rounds=r.args.rounds))
+
+
+def _execution(r: Run) -> None:
+    asyncio.run(run_execution(short=r.short, seed=r.args.seed, rounds=r.args.rounds))
+
+
+def _console(r: Run) -> None:
+    asyncio.run(run_console(quick=r.args.quick, rounds=r.args.rounds))
+
+
+def _deployments(r: Run) -> None:
+    deploys = r.args.deploys or (50_000 if r.args.quick else r.options.entities * 4)
+    asyncio.run(run_deployments(r.options, deploys=deploys, short=r.short))
+
+
+def _observability(r: Run) -> None:
+    asyncio.run(run_observability(short=r.short, rounds=r.args.rounds, seed=r.args.seed))
+
+
+def _changes(r: Run) -> None:
+    # A catalog import with and without a change hook: a round is two imports.
+    asyncio.run(run_changes(rounds=1 if r.short else 5, seed=r.args.seed))
+
+
+def _replicas(r: Run) -> None:
+    asyncio.run(run_replicas(quick=r.args.quick, seed=r.args.seed, rounds=r.args.rounds))
+
+
+SCENARIOS: Final[dict[str, Callable[[Run], None]]] = {
+    "catalog": _catalog,
+    "ldap": _ldap,
+    "compute": _compute,
+    "serving": _serving,
+    "execution": _execution,
+    "console": _console,
+    "deployments": _deployments,
+    "observability": _observability,
+    "changes": _changes,
+    "replicas": _replicas,
+}
+
+
+def parser() -> argparse.ArgumentParser:
+    found = argparse.ArgumentParser(
         prog="python -m bench",
         description="Atrium's benchmark on a generated catalog, then a directory sync.",
     )
-    parser.add_argument(
+    found.add_argument(
         "--quick", action="store_true", help="a smoke run: 20,000 entities and fewer rounds"
     )
-    parser.add_argument("--entities", type=int, help="catalog size (default 250,000)")
-    parser.add_argument(
+    found.add_argument("--entities", type=int, help="catalog size (default 250,000)")
+    found.add_argument(
         "--rounds",
         type=int,
         help="measured requests per scenario (serving and replicas: timed rounds per target; "
         "execution: timed rounds per document and path)",
     )
-    parser.add_argument("--seed", type=int, default=7, help="seed of the generated data")
-    parser.add_argument(
+    found.add_argument("--seed", type=int, default=7, help="seed of the generated data")
+    found.add_argument(
         "--explain",
         action="store_true",
         help="show every scenario's statements and slowest plan, not only misses",
     )
-    parser.add_argument(
+    found.add_argument(
         "--only",
-        choices=(
-            "catalog",
-            "ldap",
-            "compute",
-            "serving",
-            "execution",
-            "console",
-            "deployments",
-            "observability",
-            "changes",
-            "replicas",
-        ),
+        choices=tuple(SCENARIOS),
         help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
         "the deployments, the observability, the change events or the replicas scenarios only",
     )
-    parser.add_argument(
+    found.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
     )
-    parser.add_argument(
+    found.add_argument(
         "--skip-import",
         action="store_true",
         help="leave out the catalog's timed full and no-change imports",
     )
-    parser.add_argument(
+    found.add_argument(
         "--users",
         type=int,
         help="LDAP directory users (default 8 per 100 catalog entities: 20,000 for 250,000, "
         "1,600 with --quick); groups are a tenth",
     )
-    parser.add_argument(
+    found.add_argument(
         "--pinapps",
         type=int,
         help="PinApps of the compute scenario (default 20,000; 2,000 with --quick)",
     )
-    parser.add_argument(
+    found.add_argument(
         "--deploys",
         type=int,
         help="deploys of the deployments scenario (default 4 per catalog entity: 1,000,000 "
         "for 250,000; 50,000 with --quick)",
     )
-    args = parser.parse_args(argv)
+    return found
+
+
+def main(argv: list[str] | None = None) -> int:
+    arguments = parser()
+    args = arguments.parse_args(argv)
     if args.skip_ldap and args.only == "ldap":
-        parser.error("--skip-ldap and --only ldap contradict each other")
+        arguments.error("--skip-ldap and --only ldap contradict each other")
     if args.users is not None and args.users < 200:
-        parser.error("--users must be at least 200")
+        arguments.error("--users must be at least 200")
     if args.deploys is not None and args.deploys < 1_000:
-        parser.error("--deploys must be at least 1,000")
-    options = Options(
-        entities=args.entities or (20_000 if args.quick else 250_000),
-        rounds=args.rounds or (30 if args.quick else 100),
-        warmup=5 if args.quick else 10,
-        seed=args.seed,
-        explain_all=args.explain,
-        imports=not args.skip_import,
+        arguments.error("--deploys must be at least 1,000")
+    chosen = (
+        [args.only] if args.only else [n for n in SCENARIOS if n != "ldap" or not args.skip_ldap]
     )
-    # The directory scales with the catalog, so --quick and small --entities runs stay quick.
-    users = args.users or max(200, options.entities * 2 // 25)
-    try:
-        if args.only in (None, "catalog"):
-            asyncio.run(run(options))
-        if args.only in (None, "ldap") and not args.skip_ldap:
-            run_ldap(LdapOptions(users=users, groups=max(20, users // 10), seed=args.seed))
-        if args.only in (None, "compute"):
-            pinapps = args.pinapps or (2_000 if args.quick else 20_000)
-            asyncio.run(_compute(pinapps, args.quick, args.rounds or (30 if args.quick else 100)))
-        if args.only in (None, "serving"):
-            asyncio.run(run_serving(quick=args.quick, seed=args.seed, rounds=args.rounds))
-        if args.only in (None, "execution"):
-            short = args.quick or (args.rounds is not None and args.rounds < 5)
-            asyncio.run(run_execution(short=short, seed=args.seed, rounds=args.rounds))
-        if args.only in (None, "console"):
-            asyncio.run(run_console(quick=args.quick, rounds=args.rounds))
-        if args.only in (None, "deployments"):
-            deploys = args.deploys or (50_000 if args.quick else options.entities * 4)
-            # As the serving scenario: a run of few rounds is short throughout.
-            short = args.quick or (args.rounds is not None and args.rounds < 5)
-            asyncio.run(run_deployments(options, deploys=deploys, short=short))
-        if args.only in (None, "observability"):
-            short = args.quick or (args.rounds is not None and args.rounds < 5)
-            asyncio.run(run_observability(short=short, rounds=args.rounds, seed=args.seed))
-        if args.only in (None, "changes"):
-            # A catalog import with and without a change hook: a round is two imports.
-            short = args.quick or (args.rounds is not None and args.rounds < 5)
-            asyncio.run(run_changes(rounds=1 if short else 5, seed=args.seed))
-        if args.only in (None, "replicas"):
-            asyncio.run(run_replicas(quick=args.quick, seed=args.seed, rounds=args.rounds))
-    except BenchFailure as exc:
-        print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    r = Run(args)
 
+    def scenarios() -> None:
+        for name in chosen:
+            SCENARIOS[name](r)
 
-async def _compute(total: int, quick: bool, rounds: int) -> None:
-    async with admin_url() as (url, _):
-        await run_compute(url, total=total, quick=quick, rounds=rounds)
+    return exit_status(scenarios)
 
 
 if __name__ == "__main__":

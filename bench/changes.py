@@ -23,8 +23,8 @@ from typing import Final
 import orjson
 
 from bench.catalog import CatalogPlan, Shape
-from bench.database import scratch_database
 from bench.harness import BenchFailure
+from bench.harness.database import scratch_database
 from graph.settings import Settings
 from sources.catalog.documents import ParsedBatch
 from sources.catalog.model import validate_entity
@@ -111,15 +111,15 @@ async def run_changes(*, rounds: int, seed: int) -> None:
             without: list[float] = []
             with_hook: list[float] = []
             for i in range(rounds * 2):
-                hooked = i % 2 == 1
+                with_a_hook = i % 2 == 1
                 await db.execute(_EMPTY)
                 await db.execute("delete from change_hooks")
-                if hooked:
+                if with_a_hook:
                     await create_hook(
                         db, SecretBox(None), url=url, secret=SECRET, kinds=None, created_by="bench"
                     )
                 seconds = await _timed(lambda: apply_batch(db, batch))
-                (with_hook if hooked else without).append(seconds)
+                (with_hook if with_a_hook else without).append(seconds)
             rows = await db.fetchval("select count(*) from change_deliveries")
             if rows != ENTITIES:
                 raise BenchFailure(f"the import with a hook wrote {rows} outbox rows")

@@ -7,7 +7,7 @@ saves, in process, on the same app and the same answers: the catalog of the serv
 cache out of the way (``Services.execute`` is called directly, as the view calls it once no
 kept answer was found). Three documents a console sends:
 
-- the component page of the serving scenario (``bench.serving.COMPONENT_PAGE``);
+- the component page of the serving scenario (``bench.scenarios.COMPONENT_PAGE``);
 - a team page: the component's owning team, its profile, parent, subgroups and members, and
   the components it owns through any subgroup, each with its owner and system (the console's
   ``TeamPage`` with a little more of each row);
@@ -24,8 +24,6 @@ answer, lists included), and the speed-up, generic over compiled.
 
 from __future__ import annotations
 
-import gc
-import logging
 import statistics
 import time
 from collections.abc import Awaitable, Callable
@@ -34,13 +32,14 @@ from typing import Any, Final
 
 from strawberry.types import ExecutionResult
 
-from atrium.app import create_app
-from bench.database import scratch_database
 from bench.generate import generate
 from bench.harness import BenchFailure
-from bench.report import _print_rows
-from bench.scenarios import Check, pick_inputs, scenarios
-from bench.serving import COMPONENT_PAGE
+from bench.harness.apps import quiet, started
+from bench.harness.database import scratch_database
+from bench.harness.inprocess import Check
+from bench.harness.tables import print_rows, print_target
+from bench.harness.timing import frozen_heap
+from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from graph.http_output import result_outcome
 from graph.plans import Plan
 from graph.services import Services
@@ -136,37 +135,32 @@ class Timing:
 async def run_execution(*, short: bool, seed: int, rounds: int | None = None) -> None:
     """``rounds`` overrides the number of timed rounds per document (5 when ``short``, else
     15); a short run also times shorter rounds."""
-    started = time.perf_counter()
-    logging.getLogger("atrium").setLevel(logging.WARNING)
+    begun = time.perf_counter()
+    quiet()
     rounds = rounds or (5 if short else 15)
     round_s = ROUND_S / 4 if short else ROUND_S
     async with scratch_database() as scratch:
-        print(f"\nexecution: scratch database {scratch.name} on the {scratch.server}")
+        print(f"\nexecution: {scratch}")
         # No Redis: the loaders' cache is this process's memory (L1) alone.
         settings = Settings(database_url=scratch.url, redis_url=None, compiled_plans=True)
-        app = create_app(settings, plugins=[])
-        async with app.router.lifespan_context(app):
-            services: Services = app.state.services
+        async with started(settings) as app:
+            services = app.services
             report = await generate(scratch.url, ENTITIES, seed=seed)
             documents = await _documents(services)
             print(
                 f"{ENTITIES:,} entities generated in {report.seconds:.1f} s; "
                 + "; ".join(f"{d.name}: {_describe(d)}" for d in documents)
             )
-            gc.collect()
-            gc.freeze()  # the loaded app lives for the run, as in bench.run
-            try:
+            with frozen_heap():  # the loaded app lives for the run
                 timings = [await _prepare(services, d, round_s) for d in documents]
                 for round_ in range(rounds):
                     for timing in timings:
                         await _round(services, timing, generic_first=round_ % 2 == 0)
-            finally:
-                gc.unfreeze()
             assert services.assembly.plans is not None
             runs = services.assembly.plans.runs
     print_timings(timings, rounds)
     print(f"compiled plans answered {runs:,} requests in all, warm-ups included")
-    print(f"\nexecution took {time.perf_counter() - started:.0f} s; scratch database dropped")
+    print(f"\nexecution took {time.perf_counter() - begun:.0f} s; scratch database dropped")
 
 
 async def _documents(services: Services) -> list[Document]:
@@ -354,7 +348,7 @@ def print_timings(timings: list[Timing], rounds: int) -> None:
         for t in timings
     ]
     print()
-    _print_rows(header, rows)
+    print_rows(header, rows)
     requests = ", ".join(f"{t.document.name} {t.requests:,}" for t in timings)
     print(
         f"CPU of this process per request (time.process_time), a fresh context each; the median "
@@ -369,10 +363,8 @@ def print_timings(timings: list[Timing], rounds: int) -> None:
     name, goal = GOAL
     goal_timing = next(t for t in timings if t.document.name == name)
     speedup = goal_timing.speedup
-    print(
-        f"target: {name}, compiled at least {goal:g}x faster than generic: {speedup:.2f}x, "
-        f"{'PASS' if speedup >= goal else 'FAIL'}"
-    )
+    what = f"{name}, compiled at least {goal:g}x faster than generic"
+    print_target(what, f"{speedup:.2f}x", speedup >= goal, miss="FAIL")
 
 
 def _sql(sql: dict[str, float]) -> str:

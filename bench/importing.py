@@ -30,8 +30,8 @@ from typing import Any, Final
 import orjson
 
 from bench.catalog import CatalogPlan, Shape
-from bench.database import scratch_database
 from bench.harness import BenchFailure
+from bench.harness.database import scratch_database
 from bench.written import CATALOG_TABLES, WriteCounter
 from sources.catalog.documents import read_paths
 from sources.catalog.store import ApplyResult, apply_batch

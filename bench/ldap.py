@@ -17,30 +17,27 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 import subprocess
 import sys
-import tempfile
 import time
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Final
 
-from atrium.app import create_app
-from bench.database import scratch_database
 from bench.directory import GROUPS_DN, USERS_DN, DirectoryPlan, plan_directory
-from bench.harness import BenchFailure
-from bench.memory import Peak, python_peak, rss_peak
-from bench.report import print_directory, print_syncs
+from bench.harness import BenchFailure, exit_status
+from bench.harness.apps import quiet, started
+from bench.harness.database import scratch_database
+from bench.harness.host import ROOT, child_environment
+from bench.ldap_report import SyncMeasurement, print_directory, print_syncs
+from bench.memory import python_peak, rss_peak
 from bench.slapd import ROOT_DN, ROOT_PASSWORD, running_slapd
 from bench.written import CATALOG_TABLES, WriteCounter
-from graph.services import Services
 from graph.settings import Settings
 from sources.db import Database
 from sources.ldap.config import PRESETS, DirectoryConfig
 from sources.ldap.sync import SyncReport, sync_directory
 
-__all__ = ["LdapOptions", "SyncMeasurement", "run_ldap"]
+__all__ = ["LdapOptions", "run_ldap"]
 
 BRAKE: Final = 0.10  # the setting's default
 _EMPTY_CATALOG: Final = f"truncate {', '.join(CATALOG_TABLES)}, ldap_sync_runs"
@@ -52,22 +49,6 @@ class LdapOptions:
     users: int
     groups: int
     seed: int
-
-
-@dataclass(slots=True)
-class SyncMeasurement:
-    name: str
-    report: SyncReport
-    seconds: float
-    phases: dict[str, float]  # read, build, apply
-    written: dict[str, int]  # per table; empty when the server cannot count reliably
-    rss: Peak = field(default_factory=Peak)
-    python: Peak | None = None  # from a traced sync
-    traced_seconds: float = 0.0
-
-    @property
-    def catalog_rows(self) -> int:
-        return sum(self.written.get(table, 0) for table in CATALOG_TABLES)
 
 
 class _Phases:
@@ -171,14 +152,11 @@ async def _resync(db: Database, config: DirectoryConfig, counter: WriteCounter) 
 
 
 async def scenario(options: LdapOptions) -> None:
-    started = time.perf_counter()
-    logging.getLogger("atrium").setLevel(logging.WARNING)
+    begun = time.perf_counter()
+    quiet()
     plan = plan_directory(options.users, options.groups, seed=options.seed)
-    planned = time.perf_counter() - started
-    with (
-        tempfile.TemporaryDirectory(prefix="atrium-bench-ldap-") as tmp,
-        running_slapd(Path(tmp), plan.ldif) as slapd,
-    ):
+    planned = time.perf_counter() - begun
+    async with running_slapd(plan.ldif) as slapd:
         print_directory(plan, planned, slapd.load_seconds)
         config = DirectoryConfig(
             url=slapd.url,
@@ -189,11 +167,9 @@ async def scenario(options: LdapOptions) -> None:
             bind_password=ROOT_PASSWORD,
         )
         async with scratch_database() as scratch:
-            print(f"scratch database {scratch.name} on the {scratch.server}")
-            app = create_app(Settings(database_url=scratch.url, ldap_url=None), plugins=[])
-            async with app.router.lifespan_context(app):
-                services: Services = app.state.services
-                db = services.database
+            print(scratch)
+            async with started(Settings(database_url=scratch.url, ldap_url=None)) as app:
+                db = app.services.database
                 counter = await WriteCounter.for_database(db)
                 first = await _first_sync(db, config, plan, counter, traced=False)
                 resync = await _resync(db, config, counter)
@@ -203,7 +179,7 @@ async def scenario(options: LdapOptions) -> None:
                 syncs = (first, resync)
     print_syncs(syncs, counter.available)
     print(
-        f"LDAP scenario took {time.perf_counter() - started:.0f} s; "
+        f"LDAP scenario took {time.perf_counter() - begun:.0f} s; "
         "slapd stopped, scratch database dropped"
     )
 
@@ -221,6 +197,8 @@ def run_ldap(options: LdapOptions) -> None:
             f"--seed={options.seed}",
         ],
         check=False,
+        cwd=ROOT,
+        env=child_environment(),
     )
     if done.returncode != 0:
         raise BenchFailure(f"the LDAP scenario failed (exit status {done.returncode}, see above)")
@@ -234,12 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--groups", type=int, default=2_000)
     parser.add_argument("--seed", type=int, default=7)
     args = parser.parse_args(argv)
-    try:
-        asyncio.run(scenario(LdapOptions(args.users, args.groups, args.seed)))
-    except BenchFailure as exc:
-        print(f"\nbenchmark FAILED: {exc}", file=sys.stderr)
-        return 1
-    return 0
+    return exit_status(
+        lambda: asyncio.run(scenario(LdapOptions(args.users, args.groups, args.seed)))
+    )
 
 
 if __name__ == "__main__":

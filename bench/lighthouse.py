@@ -18,24 +18,24 @@ import contextlib
 import json
 import os
 import signal
-import socket
 import statistics
-import sys
 import tempfile
 from collections import Counter
 from collections.abc import AsyncIterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, BinaryIO, Final
+from typing import Any, Final
 from urllib.parse import urlsplit
 
 import httpx
 
 from bench.harness import BenchFailure
+from bench.harness.host import ROOT
+from bench.harness.replica import Replica, serve_environment
+from bench.harness.tables import verdict
 
 __all__ = ["LIGHTHOUSE", "PAGES", "lighthouse", "run_lighthouse"]
 
-ROOT = Path(__file__).resolve().parent.parent
 LIGHTHOUSE: Final = ROOT / "tests" / "clients" / "node_modules" / ".bin" / "lighthouse"
 CHROMIUM: Final = "/usr/bin/chromium"
 # Headless, as root; and no name resolved but the server's address, so the browser's own
@@ -181,86 +181,33 @@ async def atrium_serve_demo(database_url: str) -> AsyncIterator[str]:
     """``atrium serve --demo`` on a free port of 127.0.0.1, as ``make run`` starts it but on
     ``database_url`` (the demo is loaded if its catalog is empty), ready and its demo cluster
     watched; stopped as Ctrl+C would (SIGTERM) on the way out. Yields its base URL."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("ATRIUM_")}
-    path = os.pathsep.join(p for p in (str(ROOT), env.get("PYTHONPATH")) if p)
-    env |= {
-        "PYTHONPATH": path,  # this checkout's code
+    settings = {
         "ATRIUM_DATABASE_URL": database_url,
         "ATRIUM_WEB_DIR": str(ROOT / "web" / "dist"),
         "ATRIUM_LOG_LEVEL": "WARNING",
         "ATRIUM_SHUTDOWN_GRACE": "0",  # no balancer to leave: SIGTERM stops it at once
     }
+    # Its directory is its working directory: the demo's files (its cluster's kubeconfig)
+    # go under ./.atrium there.
     with tempfile.TemporaryDirectory(prefix="atrium-bench-demo-") as tmp:
-        log = Path(tmp, "server.log")
-        port = _free_port()
-        with _open(log) as out:
-            process = await asyncio.create_subprocess_exec(
-                sys.executable,
-                "-m",
-                "atrium.cli",
-                "serve",
-                "--demo",
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(port),
-                cwd=tmp,  # the demo's files (its cluster's kubeconfig) under ./.atrium
-                env=env,
-                stdout=out,
-                stderr=asyncio.subprocess.STDOUT,
-            )
+        demo = Replica("demo", serve_environment(settings), Path(tmp), args=("--demo",))
         try:
-            base = f"http://127.0.0.1:{port}"
-            await _until_ready(process, base, log)
-            yield base
+            await demo.start()
+            await demo.ready(READY_TIMEOUT_S)
+            await demo.until(lambda: _watched(demo), READY_TIMEOUT_S, "watching its cluster")
+            yield demo.base
         finally:
-            if process.returncode is None:
-                process.terminate()
-                try:
-                    await asyncio.wait_for(process.wait(), 30)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            if demo.child is not None:
+                await demo.child.stop(30.0)
 
 
-def _open(log: Path) -> BinaryIO:
-    return log.open("wb")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-async def _until_ready(process: asyncio.subprocess.Process, base: str, log: Path) -> None:
-    """/readyz answers and the demo's cluster is watched (the component page shows its
-    workloads)."""
-    loop = asyncio.get_running_loop()
-    deadline = loop.time() + READY_TIMEOUT_S
-    async with httpx.AsyncClient(timeout=5) as http:
-        while True:
-            if process.returncode is not None:
-                raise BenchFailure(
-                    f"atrium serve --demo exited ({process.returncode}):\n{_tail(log)}"
-                )
-            with contextlib.suppress(httpx.TransportError):
-                if (await http.get(base + "/readyz")).status_code == 200:
-                    metrics = (await http.get(base + "/metrics")).text
-                    if any(
-                        line.startswith("atrium_compute_cluster_healthy{") and line.endswith(" 1.0")
-                        for line in metrics.splitlines()
-                    ):
-                        return
-            if loop.time() > deadline:
-                raise BenchFailure(
-                    f"atrium serve --demo not ready in {READY_TIMEOUT_S:.0f} s:\n{_tail(log)}"
-                )
-            await asyncio.sleep(0.2)
-
-
-def _tail(log: Path, lines: int = 30) -> str:
-    return "\n".join(log.read_text(errors="replace").splitlines()[-lines:])
+async def _watched(demo: Replica) -> bool:
+    """The demo's cluster is watched: the component page shows its workloads."""
+    metrics = await demo.metrics()
+    return any(
+        series.startswith("atrium_compute_cluster_healthy{") and value == 1.0
+        for series, value in metrics.items()
+    )
 
 
 def _print(results: dict[str, list[Run]], runs: int, version: str) -> None:
@@ -278,7 +225,7 @@ def _print(results: dict[str, list[Run]], runs: int, version: str) -> None:
         values = "".join(f"{median.metrics[label]:>9}" for label, _ in METRICS)
         print(
             f"  {name:11}{median.score:6}  {scores:14}{values}{median.bytes / 1024:8.0f}"
-            f"{len(median.requests):10}  {'PASS' if median.score >= TARGET else 'FAIL'}"
+            f"{len(median.requests):10}  {verdict(median.score >= TARGET, 'FAIL')}"
         )
     passed = sum(run.score >= TARGET for run in medians.values())
     print(

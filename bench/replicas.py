@@ -28,34 +28,28 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
-import os
-import shutil
-import subprocess
-import tempfile
 import time
-from collections.abc import AsyncIterator, Iterator, Sequence
+from collections.abc import AsyncIterator, Sequence
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Final
-from urllib.parse import urlencode
 
-import orjson
 import redis
 
-from atrium.app import create_app
-from bench.database import scratch_database
 from bench.generate import generate
-from bench.haproxy import haproxy
-from bench.harness import BenchFailure
-from bench.replica_procs import ROOT, Replica, free_port, serve_environment
-from bench.replicas_load import PAGE, MixResult, MixSpec, run_mix
+from bench.harness import BenchFailure, persisted
+from bench.harness.apps import started
+from bench.harness.database import scratch_database
+from bench.harness.haproxy import haproxy, version
+from bench.harness.host import ROOT, cpu_seconds, free_port
+from bench.harness.load import LoadSpec, fetch, load_process, request_bytes, run_load
+from bench.harness.persisted import MEDIA_TYPE
+from bench.harness.redis_server import redis_server
+from bench.harness.replica import Replica, running_replicas
+from bench.harness.servers import running_servers
+from bench.harness.timing import rotated
 from bench.replicas_report import FLOOR, Target, print_targets
-from bench.scenarios import pick_inputs
-from bench.serving import COMPONENT_PAGE, GET_HEADERS, MEDIA_TYPE
-from bench.serving_load import fetch, request_bytes
-from bench.serving_procs import running_servers
+from bench.scenarios import COMPONENT_PAGE, pick_inputs
 from graph.persisted import trust
 from graph.settings import Settings
 from sources.persisted import document_hash
@@ -63,7 +57,9 @@ from sources.persisted import document_hash
 __all__ = ["run_replicas"]
 
 CONNECTIONS: Final = 16
+PAGE: Final = "page"  # the kind of a console page's request: HTML, not GraphQL
 WEB_DIST: Final = ROOT / "web" / "dist"
+_PLAIN: Final = frozenset({PAGE})
 STAR: Final = "mutation BenchStar($ref: String!) { starEntity(ref: $ref) { ref } }"
 UNSTAR: Final = "mutation BenchUnstar($ref: String!) { unstarEntity(ref: $ref) { ref } }"
 
@@ -71,37 +67,31 @@ UNSTAR: Final = "mutation BenchUnstar($ref: String!) { unstarEntity(ref: $ref) {
 async def run_replicas(*, quick: bool, seed: int, rounds: int | None = None) -> None:
     """``rounds``: timed bursts per target (3 with ``quick``, else 6); a short run (quick, or
     fewer than 5 rounds) has shorter bursts on a smaller catalog."""
-    started = time.perf_counter()
+    begun = time.perf_counter()
     short = quick or (rounds is not None and rounds < 5)
     rounds = rounds or (3 if quick else 6)
     entities = 2_000 if short else 5_000
     burst = 1.0 if short else 2.0
     console = (WEB_DIST / ".vite" / "manifest.json").is_file()
     async with scratch_database() as scratch:
-        print(f"\nreplicas: scratch database {scratch.name} on the {scratch.server}")
+        print(f"\nreplicas: {scratch}")
         inputs = await _prepare(scratch.url, entities, seed)
-        with _redis_server() as redis_url, tempfile.TemporaryDirectory() as tmp:
-            env = serve_environment(_settings(scratch.url, redis_url, console))
-            replicas = [Replica(name, env, Path(tmp)) for name in ("a", "b", "c")]
-            try:
-                await asyncio.gather(*(r.start() for r in replicas))
-                await asyncio.gather(*(r.ready() for r in replicas))
-                async with _targets(replicas, inputs) as targets, _load_process() as pool:
-                    print(
-                        f"{entities:,} entities; 3 replicas, HAProxy {_haproxy_version()}; "
-                        f"{CONNECTIONS} keep-alive connections; {rounds} rounds of {burst:g} s "
-                        f"per target; the mix: {_mix_words(console)}"
-                    )
-                    await _measure(targets, inputs, pool, redis_url, rounds, burst, console)
-            finally:
-                for replica in replicas:  # SIGTERM (no grace here), SIGKILL if that failed
-                    with contextlib.suppress(AssertionError):
-                        await replica.stop()
-                    await replica.kill()
+        async with (
+            redis_server() as redis_url,
+            running_replicas(
+                ("a", "b", "c"), _settings(scratch.url, redis_url, console)
+            ) as replicas,
+            _targets(replicas, inputs) as targets,
+            load_process() as pool,
+        ):
+            print(
+                f"{entities:,} entities; 3 replicas, HAProxy {version()}; "
+                f"{CONNECTIONS} keep-alive connections; {rounds} rounds of {burst:g} s "
+                f"per target; the mix: {_mix_words(console)}"
+            )
+            await _measure(targets, inputs, pool, redis_url, rounds, burst, console)
         print_targets(targets)
-    print(
-        f"\nreplicas took {time.perf_counter() - started:.0f} s; servers stopped, database dropped"
-    )
+    print(f"\nreplicas took {time.perf_counter() - begun:.0f} s; servers stopped, database dropped")
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,10 +102,9 @@ class Inputs:
 
 
 async def _prepare(url: str, entities: int, seed: int) -> Inputs:
-    app = create_app(Settings(database_url=url), plugins=[])
-    async with app.router.lifespan_context(app):  # the core's migrations
+    async with started(Settings(database_url=url)) as app:  # the core's migrations
         await generate(url, entities, seed=seed)
-        db = app.state.services.database
+        db = app.services.database
         page = (await pick_inputs(db)).component
         others = [
             row["ref"]
@@ -152,12 +141,9 @@ async def _targets(replicas: list[Replica], inputs: Inputs) -> AsyncIterator[lis
     if reply.status != 200 or b'"errors"' in reply.body:
         raise replicas[0].failure(f"the page's GET: HTTP {reply.status} {reply.body[:300]!r}")
     async with running_servers() as servers, contextlib.AsyncExitStack() as stack:
-        with tempfile.TemporaryDirectory() as tmp:
-            body = Path(tmp, "body.json")
-            await asyncio.to_thread(body.write_bytes, reply.body)
-            floor = await servers.start(FLOOR, "floor", str(body), MEDIA_TYPE)
+        floors = await servers.start_floor(FLOOR, reply.body, MEDIA_TYPE)
         groups: list[tuple[str, list[Replica], dict[str, int]]] = [
-            (FLOOR, [], {"floor": floor.port})
+            (FLOOR, [], {"floor": floors.port})
         ]
         for n in (1, 2, 3):
             group = replicas[:n]
@@ -168,15 +154,9 @@ async def _targets(replicas: list[Replica], inputs: Inputs) -> AsyncIterator[lis
             proxy = await stack.enter_async_context(haproxy(free_port(), servers_of, check))
             for server in servers_of:
                 await proxy.until(server, "UP")
-            pids = [r.pid for r in group] or [floor.pid]
-            targets.append(Target(name, proxy, group, pids))
+            pids = [r.pid for r in group] or [floors.pid]
+            targets.append(Target(name=name, proxy=proxy, replicas=group, pids=pids))
         yield targets
-
-
-@contextlib.asynccontextmanager
-async def _load_process() -> AsyncIterator[ProcessPoolExecutor]:
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
 
 
 async def _measure(
@@ -195,8 +175,7 @@ async def _measure(
     slices = iter(range(0, share * (rounds + 1) * atriums, share))
     try:
         for round_ in range(-1, rounds):  # the first round warms up, unrecorded
-            shift = max(round_, 0) % len(targets)
-            for target in [*targets[shift:], *targets[:shift]]:
+            for target in rotated(targets, max(round_, 0)):
                 start = next(slices) if target.replicas else 0
                 others = inputs.others[start : start + share] if target.replicas else []
                 requests = _mix(target, inputs, others, console)
@@ -215,22 +194,17 @@ async def _burst(
     *,
     record: bool,
 ) -> None:
-    spec = MixSpec(target.proxy.port, requests, CONNECTIONS, 0.25, seconds)
+    spec = LoadSpec(target.proxy.port, requests, CONNECTIONS, 0.25, seconds, plain=_PLAIN)
     sql, (trips, calls) = await _sql(target.replicas), _redis_counts(commands)
-    cpu, proxy_cpu = _cpu(target.pids), _cpu([target.proxy.process.pid])
-    result: MixResult = await asyncio.get_running_loop().run_in_executor(pool, run_mix, spec)
+    cpu, proxy_cpu = _cpu(target.pids), _cpu([target.proxy.pid])
+    result = await asyncio.get_running_loop().run_in_executor(pool, run_load, spec)
     if result.failed:
         raise BenchFailure(f"{target.name}: {result.failed} requests failed: {result.example!r}")
     if not record:
         return
-    target.latencies += result.latencies
-    target.seconds += result.seconds
-    target.round_rps.append(len(result.latencies) / result.seconds)
-    for kind, n in result.kinds.items():
-        target.kinds[kind] = target.kinds.get(kind, 0) + n
-    target.sent += result.sent
+    target.add(result)
     target.cpu += _cpu(target.pids) - cpu
-    target.proxy_cpu += _cpu([target.proxy.process.pid]) - proxy_cpu
+    target.proxy_cpu += _cpu([target.proxy.pid]) - proxy_cpu
     scrapes = sum(costs[r.name] for r in target.replicas)
     target.sql += await _sql(target.replicas) - sql - scrapes
     trips_after, calls_after = _redis_counts(commands)
@@ -258,21 +232,11 @@ def _mix(
 
 
 def _get(port: int, ref: str) -> bytes:
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(COMPONENT_PAGE)}}
-    query = urlencode(
-        {
-            "extensions": orjson.dumps(extensions).decode(),
-            "variables": orjson.dumps({"ref": ref}).decode(),
-        }
-    )
-    return request_bytes("GET", f"/graphql?{query}", port, GET_HEADERS)
+    return persisted.get(port, COMPONENT_PAGE, {"ref": ref})
 
 
 def _post(port: int, document: str, variables: dict[str, str], user: str) -> bytes:
-    extensions = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(document)}}
-    body = orjson.dumps({"query": document, "variables": variables, "extensions": extensions})
-    headers = {"content-type": "application/json", "accept": MEDIA_TYPE, "x-forwarded-user": user}
-    return request_bytes("POST", "/graphql", port, headers, body)
+    return persisted.post(port, document, variables, {"x-forwarded-user": user})
 
 
 async def _sql(replicas: Sequence[Replica]) -> float:
@@ -299,46 +263,10 @@ def _redis_counts(client: redis.Redis) -> tuple[int, dict[str, int]]:
 
 def _cpu(pids: Sequence[int]) -> float:
     """User and system CPU seconds of these processes so far (Linux)."""
-    total = 0.0
-    for pid in pids:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        fields = stat[stat.rindex(")") + 2 :].split()
-        total += (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    return total
-
-
-@contextlib.contextmanager
-def _redis_server() -> Iterator[str]:
-    """A redis-server of the scenario's own, so that its command counts are Atrium's alone."""
-    binary = shutil.which("redis-server")
-    if binary is None:
-        raise SystemExit("replicas: no redis-server (make system-test-deps installs it)")
-    port = free_port()
-    args = ["--port", str(port), "--bind", "127.0.0.1", "--save", "", "--appendonly", "no"]
-    process = subprocess.Popen([binary, *args], stdout=subprocess.DEVNULL)
-    try:
-        client = redis.Redis(port=port)
-        deadline = time.monotonic() + 10
-        while True:
-            try:
-                client.ping()
-                break
-            except redis.ConnectionError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise BenchFailure("redis-server did not start") from None
-                time.sleep(0.02)
-        client.close()
-        yield f"redis://127.0.0.1:{port}/0"
-    finally:
-        process.terminate()
-        process.wait(timeout=10)
-
-
-def _haproxy_version() -> str:
-    from bench.haproxy import haproxy_binary
-
-    out = subprocess.run([haproxy_binary(), "-v"], capture_output=True, text=True).stdout
-    return out.split()[2] if out.startswith("HAProxy version") else "?"
+    found = cpu_seconds(pids)
+    if found is None:
+        raise BenchFailure("replicas: the processes' CPU time is read from /proc (Linux)")
+    return found
 
 
 def _mix_words(console: bool) -> str:

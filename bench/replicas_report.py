@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import os
-import statistics
 from dataclasses import dataclass, field
 from typing import Final
 
-from bench.haproxy import HAProxy
-from bench.harness import _percentile
-from bench.replica_procs import Replica
-from bench.report import _print_rows
+from bench.harness.haproxy import HAProxy
+from bench.harness.load import LoadResult
+from bench.harness.replica import Replica
+from bench.harness.tables import print_rows
+from bench.harness.timing import Throughput
 
 __all__ = ["FLOOR", "Target", "print_targets"]
 
 FLOOR: Final = "floor (Starlette behind HAProxy)"
 
 
-@dataclass(slots=True)
-class Target:
+@dataclass(slots=True, kw_only=True)
+class Target(Throughput):
     name: str
     proxy: HAProxy
     replicas: list[Replica]  # none for the floor
     pids: list[int]  # the servers' processes
-    latencies: list[float] = field(default_factory=list)
-    seconds: float = 0.0
-    round_rps: list[float] = field(default_factory=list)
     kinds: dict[str, int] = field(default_factory=dict)
     # Over whole bursts (warm-ups included): requests, and what they cost.
     sent: int = 0
@@ -35,9 +32,11 @@ class Target:
     round_trips: int = 0  # Redis's
     commands: dict[str, int] = field(default_factory=dict)  # Redis calls by command
 
-    @property
-    def rps(self) -> float:
-        return len(self.latencies) / self.seconds
+    def add(self, result: LoadResult) -> None:
+        super(Target, self).add(result)
+        self.sent += result.sent
+        for kind, n in result.kinds.items():
+            self.kinds[kind] = self.kinds.get(kind, 0) + n
 
     def per_request(self, total: float) -> float:
         return total / self.sent
@@ -53,16 +52,11 @@ def print_targets(targets: list[Target]) -> None:
     )
     rows = []
     for t in targets:
-        ratios = [mine / its for mine, its in zip(t.round_rps, floor.round_rps, strict=True)]
         cpu = t.per_request(t.cpu)
         rows.append(
             (
                 t.name,
-                f"{t.rps:,.0f}",
-                f"{_percentile(t.latencies, 50) * 1000:.1f}",
-                f"{_percentile(t.latencies, 99) * 1000:.1f}",
-                f"{statistics.median(ratios):.2f}",
-                f"{min(ratios):.2f}-{max(ratios):.2f}",
+                *t.cells(floor, ms=1),
                 f"{cpu * 1000:.2f}",
                 f"{cpu / floor.per_request(floor.cpu):.1f}x",
                 f"{t.per_request(t.proxy_cpu) * 1000:.3f}",
@@ -72,7 +66,7 @@ def print_targets(targets: list[Target]) -> None:
             )
         )
     print()
-    _print_rows(header, rows)
+    print_rows(header, rows)
     one = atriums[0]
     served = ", ".join(f"{n:,} {kind}" for kind, n in sorted(one.kinds.items()))
     print(f"mix as served ({one.name}): {served}; every answer 200, GraphQL ones without errors")

@@ -1,20 +1,21 @@
-"""One benchmark run, start to end: scratch database, app, data, timings, report."""
+"""The catalog scenario, start to end: scratch database, app, data, timings, report."""
 
 from __future__ import annotations
 
-import gc
-import logging
 import time
 from dataclasses import dataclass
 
-from atrium.app import create_app
-from bench.database import scratch_database
-from bench.explain import explain_slowest
-from bench.generate import generate
-from bench.harness import BenchFailure, measure
+import orjson
+
+from bench.generate import generate, print_load
+from bench.harness import BenchFailure
+from bench.harness.apps import quiet, started
+from bench.harness.database import scratch_database
+from bench.harness.explain import explain_misses
+from bench.harness.inprocess import measure, print_measurements
+from bench.harness.timing import frozen_heap
 from bench.importing import run_import
 from bench.replica_memory import replica_memory
-from bench.report import print_explain, print_load, print_table
 from bench.scenarios import pick_inputs, scenarios
 from graph.services import Services
 from graph.settings import Settings
@@ -43,52 +44,56 @@ def _hits(services: Services) -> int:
 
 
 async def run(options: Options) -> None:
-    started = time.perf_counter()
-    # The app logs each request at INFO; printing them would be measured too.
-    logging.getLogger("atrium").setLevel(logging.WARNING)
+    begun = time.perf_counter()
+    quiet()
     async with scratch_database() as scratch:
-        print(f"scratch database {scratch.name} on the {scratch.server}")
+        print(scratch)
         # No plugin discovery: the benchmark measures the catalog alone. Uncached: no response
         # cache, and loaders' caches that keep nothing, so every request runs its SQL.
-        settings = Settings(database_url=scratch.url, response_cache=False, cache_max_entries=0)
-        app = create_app(settings, plugins=[])
-        async with app.router.lifespan_context(app):
-            services: Services = app.state.services
+        uncached = Settings(database_url=scratch.url, response_cache=False, cache_max_entries=0)
+        async with started(uncached) as app:
             report = await generate(scratch.url, options.entities, seed=options.seed)
             print_load(report)
 
-            inputs = await pick_inputs(services.database)
+            inputs = await pick_inputs(app.services.database)
             print(
                 f"entity page: {inputs.component}; filtered list: {inputs.owner} "
                 f"({inputs.owner_components:,} components)"
             )
-            # The generated rows are gone; what is left lives for the run. Freezing it keeps
-            # the collector from rescanning it during the timings, for app and baseline alike.
-            gc.collect()
-            gc.freeze()
+            # The generated rows are gone; what is left lives for the run.
             chosen = scenarios(inputs)
-            hits = _hits(services)
-            results = await measure(
-                app,
-                chosen,
-                rounds=options.rounds,
-                warmup=options.warmup,
-                budget_s=options.budget_s,
-            )
-            hits = _hits(services) - hits
-            if hits or services.responses is not None:
+            hits = _hits(app.services)
+            with frozen_heap():
+                results = await measure(
+                    app,
+                    chosen,
+                    rounds=options.rounds,
+                    warmup=options.warmup,
+                    budget_s=options.budget_s,
+                )
+            hits = _hits(app.services) - hits
+            if hits or app.services.responses is not None:
                 raise BenchFailure(f"uncached scenarios were answered from a cache {hits} times")
-            print()
-            print_table(
+            print_measurements(
                 results,
-                cached="uncached (no response cache; loaders' caches keep nothing: 0 hits)",
+                answer=_answer,
+                conditions="; uncached: no response cache, loaders' caches keep nothing (0 hits)",
+                server=True,
             )
-            for result in results:
-                if options.explain_all or not result.server_passed:
-                    statements, plan = await explain_slowest(app, result.scenario)
-                    print_explain(result.scenario.name, statements, plan)
-            gc.unfreeze()
+            await explain_misses(app, results, every=options.explain_all, server=True)
         await replica_memory(scratch.url, chosen)
     if options.imports:
         await run_import(options.entities, seed=options.seed)
-    print(f"\nbenchmark took {time.perf_counter() - started:.0f} s; scratch database dropped")
+    print(f"\nbenchmark took {time.perf_counter() - begun:.0f} s; scratch databases dropped")
+
+
+def _answer(body: bytes) -> str:
+    """What a response said, in a few words, to show the timings measured real work."""
+    data = orjson.loads(body)["data"]
+    if "entities" in data:
+        return f"{data['entities']['totalCount']:,} matches"
+    if "entity" in data:
+        entity = data["entity"]
+        lists = ("dependencies", "dependents", "providesApis", "consumesApis")
+        return "/".join(str(len(entity.get(key) or [])) for key in lists) + " deps/dependents/APIs"
+    return ", ".join(f"{len(value)} {key}" for key, value in data.items())

@@ -12,9 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Final
 
+from bench.harness.inprocess import Check, Scenario, page_problems
 from sources.db import Database
 
-__all__ = ["Inputs", "Scenario", "pick_inputs", "scenarios"]
+__all__ = ["COMPONENT_PAGE", "ENTITY_PAGE", "Inputs", "pick_inputs", "scenarios"]
 
 SEARCH_WORD: Final = "checkout"
 SEARCH_TYPO: Final = "chekout"  # one letter dropped: trigram similarity 0.55 with the word
@@ -38,6 +39,39 @@ query EntityPage($ref: String!) {
       consumesApis { ref name title type lifecycle }
     }
   }
+}
+"""
+
+# The entity page as a console shows it: each related entity with its
+# description, lifecycle and owner, and the owning team's members.
+COMPONENT_PAGE: Final = """
+query ComponentPage($ref: String!) {
+  entity(ref: $ref) {
+    ref kind namespace name title description tags labels annotations
+    links { url title icon type }
+    ... on Component {
+      type lifecycle
+      owner {
+        ref kind name title description
+        ... on Group {
+          profile { displayName email picture }
+          members { ref name title profile { displayName email picture } }
+        }
+        ... on User { profile { displayName email picture } }
+      }
+      system { ref name title description domain { ref name title description } }
+      dependencies { ...Related }
+      dependents { ...Related }
+      providesApis { ref name title description type lifecycle ownerRef }
+      consumesApis { ref name title description type lifecycle ownerRef }
+    }
+  }
+}
+
+fragment Related on Entity {
+  ref kind name title description tags
+  ... on Component { type lifecycle ownerRef }
+  ... on Resource { type ownerRef }
 }
 """
 
@@ -142,22 +176,6 @@ async def pick_inputs(db: Database) -> Inputs:
     )
 
 
-Check = Callable[[dict[str, Any]], list[str]]
-
-
-@dataclass(frozen=True, slots=True)
-class Scenario:
-    name: str
-    target_ms: float
-    query: str
-    variables: dict[str, Any]
-    check: Check  # problems with a response's data; empty when it is right
-
-    @property
-    def payload(self) -> dict[str, Any]:
-        return {"query": self.query, "variables": self.variables}
-
-
 def _entity_page(data: dict[str, Any]) -> list[str]:
     entity = data.get("entity")
     if not entity:
@@ -175,13 +193,7 @@ def _entity_page(data: dict[str, Any]) -> list[str]:
 
 def _filtered_list(expected: int) -> Check:
     def check(data: dict[str, Any]) -> list[str]:
-        page = data.get("entities") or {}
-        nodes = page.get("nodes") or []
-        problems = []
-        if page.get("totalCount") != expected:
-            problems.append(f"totalCount is {page.get('totalCount')}, expected {expected}")
-        if len(nodes) != min(50, expected):
-            problems.append(f"{len(nodes)} nodes, expected {min(50, expected)}")
+        nodes, problems = page_problems(data.get("entities"), expected, 50)
         owners = {(n.get("owner") or {}).get("ref") for n in nodes}
         if len(owners) > 1:
             problems.append(f"nodes have several owners: {sorted(map(str, owners))[:3]}")
@@ -194,13 +206,7 @@ def _sorted(expected: int, key: Callable[[dict[str, Any]], Any], descending: boo
     """A full page of ``expected`` matches, in order of ``key``'s value (missing ones last)."""
 
     def check(data: dict[str, Any]) -> list[str]:
-        page = data.get("entities") or {}
-        nodes = page.get("nodes") or []
-        problems = []
-        if page.get("totalCount") != expected:
-            problems.append(f"totalCount is {page.get('totalCount')}, expected {expected}")
-        if len(nodes) != min(50, expected):
-            problems.append(f"{len(nodes)} nodes, expected {min(50, expected)}")
+        nodes, problems = page_problems(data.get("entities"), expected, 50)
         keys = [key(n) for n in nodes]
         present = [k for k in keys if k is not None]
         if keys[: len(present)] != present or present != sorted(present, reverse=descending):

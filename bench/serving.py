@@ -3,15 +3,16 @@
 The other scenarios time one request at a time through the ASGI app in-process; this one
 measures what a deployment serves: each target is a uvicorn server of its own (one worker, as
 ``atrium serve`` runs one) and a load process of its own keeps a few keep-alive connections
-busy (``bench.serving_load``). Every target answers the same page, a component's page (the
+busy (``bench.harness.load``). Every target answers the same page, a component's page (the
 catalog scenarios' entity page with a little more of each related entity: some 6 KB of JSON),
 asked as Apollo Client asks a persisted query: a GET carrying the document's hash and the
 variables, and the headers CSRF prevention wants.
 
 - floor: a bare Starlette endpoint returning the very bytes Atrium answers, on the same fast
   stack (uvicorn with uvloop and httptools);
-- response cache: Atrium as configured by default, whole responses of persisted queries kept,
-  an access log line per request (the target: at least 0.6 of the floor's requests per second);
+- response cache: Atrium as configured by default, whole responses of persisted queries kept
+  and the hottest sent by its HTTP protocol itself (``atrium.http_protocol``), an access log
+  line per request (the target: at least 0.8 of the floor's requests per second);
 - L1 warm: the response cache off, the loaders' in-process cache warm, the document run on its
   compiled plan (``graph.plans``; the target: at least 3 times the requests per second of the
   next one);
@@ -28,38 +29,33 @@ drift hits all alike; each burst opens fresh connections and warms them up befor
 Printed: requests per second, latency percentiles (closed loop: they include queueing behind
 the other connections), the ratio to the floor's requests per second, SQL statements per request
 (from ``/metrics``, sequential requests), the server's CPU over the window, and its memory; then
-the cached GET taken apart in process (``bench.serving_hotpath``).
+the cached GET taken apart in process, on the path it takes (``bench.serving_hotpath``).
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
-import importlib.util
-import logging
-import multiprocessing
-import tempfile
 import time
-from collections.abc import AsyncIterator
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import replace
-from pathlib import Path
 from typing import Any, Final
-from urllib.parse import urlencode
 
 import orjson
 
-from atrium.app import create_app
-from bench.database import scratch_database
 from bench.generate import generate
-from bench.scenarios import Scenario, pick_inputs, scenarios
+from bench.harness import persisted
+from bench.harness.apps import quiet, started
+from bench.harness.database import scratch_database
+from bench.harness.inprocess import Scenario
+from bench.harness.load import LoadSpec, Reply, fetch, load_process, run_load
+from bench.harness.persisted import MEDIA_TYPE
+from bench.harness.serve import atrium_alone
+from bench.harness.servers import Server, Servers, running_servers, stack
+from bench.harness.timing import rotated
+from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from bench.serving_hotpath import hot_path, print_breakdown
-from bench.serving_load import LoadSpec, Reply, fetch, request_bytes, run_load
-from bench.serving_procs import Server, Servers, running_servers
 from bench.serving_report import Figures, Target, print_figures
-from graph.services import Services
 from graph.settings import Settings
-from sources.persisted import document_hash
 
 __all__ = ["run_serving"]
 
@@ -67,46 +63,10 @@ ENTITIES: Final = 5_000
 CONNECTIONS: Final = 16
 BURST_WARMUP_S: Final = 0.25  # fresh connections, not recorded
 SQL_SAMPLES: Final = 20
-MEDIA_TYPE: Final = "application/graphql-response+json"
-# The entity page of bench.scenarios as a console shows it: each related entity with its
-# description, lifecycle and owner, and the owning team's members.
-COMPONENT_PAGE: Final = """
-query ComponentPage($ref: String!) {
-  entity(ref: $ref) {
-    ref kind namespace name title description tags labels annotations
-    links { url title icon type }
-    ... on Component {
-      type lifecycle
-      owner {
-        ref kind name title description
-        ... on Group {
-          profile { displayName email picture }
-          members { ref name title profile { displayName email picture } }
-        }
-        ... on User { profile { displayName email picture } }
-      }
-      system { ref name title description domain { ref name title description } }
-      dependencies { ...Related }
-      dependents { ...Related }
-      providesApis { ref name title description type lifecycle ownerRef }
-      consumesApis { ref name title description type lifecycle ownerRef }
-    }
-  }
-}
-
-fragment Related on Entity {
-  ref kind name title description tags
-  ... on Component { type lifecycle ownerRef }
-  ... on Resource { type ownerRef }
-}
-"""
-GET_HEADERS: Final = {"apollo-require-preflight": "true", "accept": MEDIA_TYPE}
-
-
 L1_GENERIC: Final = "persisted GET, L1 warm, generic"
 TARGETS: Final = (
     Target("floor (Starlette, same bytes)", None),
-    Target("persisted GET, response cache", {"response_cache": True}, goal=0.6),
+    Target("persisted GET, response cache", {"response_cache": True}, goal=0.8),
     Target("persisted GET, L1 warm", {"response_cache": False}, goal=3.0, versus=L1_GENERIC),
     Target(L1_GENERIC, {"response_cache": False, "compiled_plans": False}),
     Target("persisted GET, cold", {"response_cache": False, "cache_max_entries": 0}),
@@ -117,110 +77,72 @@ FLOOR, CACHED, COLD = TARGETS[0], TARGETS[1], TARGETS[-1]
 async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> None:
     """``rounds`` overrides the number of timed rounds (4 with ``quick``, else 10); a short
     run also warms up for less."""
-    started = time.perf_counter()
-    logging.getLogger("atrium").setLevel(logging.WARNING)
+    begun = time.perf_counter()
+    quiet()
     async with scratch_database() as scratch:
-        print(f"\nserving: scratch database {scratch.name} on the {scratch.server}")
-        app = create_app(Settings(database_url=scratch.url), plugins=[])
-        async with app.router.lifespan_context(app):  # applies the migrations
+        print(f"\nserving: {scratch}")
+        async with started(Settings(database_url=scratch.url)) as app:  # the migrations
             report = await generate(scratch.url, ENTITIES, seed=seed)
-            services: Services = app.state.services
-            page = scenarios(await pick_inputs(services.database))[0]
+            page = scenarios(await pick_inputs(app.services.database))[0]
         scenario = replace(page, name="component page", query=COMPONENT_PAGE)
         print(
             f"{ENTITIES:,} entities generated in {report.seconds:.1f} s; "
             f"{scenario.name} of {scenario.variables['ref']}"
         )
-        async with running_servers() as servers, _load_process() as pool:
+        async with running_servers() as servers, load_process() as pool:
             figures = await _start(servers, scratch.url, scenario)
             short = quick or (rounds is not None and rounds < 5)
             rounds, burst = rounds or (4 if quick else 10), 0.5
             print(
-                f"{len(TARGETS)} servers up ({_implementation()}); {CONNECTIONS} keep-alive "
+                f"{len(TARGETS)} servers up ({stack()}); {CONNECTIONS} keep-alive "
                 f"connections from a load process; {rounds} rounds of {burst:g} s per target"
             )
             for figure in figures:  # every cache the target has, and the load process
                 await _burst(pool, figure, 1.0 if short else 2.0, record=False)
             for round_ in range(rounds):
-                shift = round_ % len(figures)
-                for figure in [*figures[shift:], *figures[:shift]]:
+                for figure in rotated(figures, round_):
                     await _burst(pool, figure, burst, record=True)
             for figure in figures:
                 figure.rss = figure.server.rss()
                 if figure.target.settings is not None:
                     figure.sql = await _sql_per_request(figure)
         print_figures(figures)
-        cached = next(f for f in figures if f.target is CACHED)
+        cached = next(f for f in figures if f.target is CACHED).cpu_per_request
         breakdown = await hot_path(scratch.url, scenario, MEDIA_TYPE, calls=1000 if short else 5000)
-        print_breakdown(breakdown, cached.cpu_per_request_us)
-    print(
-        f"\nserving took {time.perf_counter() - started:.0f} s; servers stopped, database dropped"
-    )
-
-
-@contextlib.asynccontextmanager
-async def _load_process() -> AsyncIterator[ProcessPoolExecutor]:
-    # spawn: a fresh interpreter, with nothing of this process's event loop or connections.
-    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("spawn")) as pool:
-        yield pool
-
-
-def _implementation() -> str:
-    http = "httptools" if importlib.util.find_spec("httptools") else "h11"
-    loop = "uvloop" if importlib.util.find_spec("uvloop") else "asyncio"
-    return f"uvicorn, one worker, {http}, {loop} loop"
-
-
-def _extensions(scenario: Scenario) -> dict[str, Any]:
-    return {"persistedQuery": {"version": 1, "sha256Hash": document_hash(scenario.query)}}
-
-
-def _get(port: int, scenario: Scenario) -> bytes:
-    """The GET Apollo Client sends for a persisted query: the hash and the variables only."""
-    query = urlencode(
-        {
-            "extensions": orjson.dumps(_extensions(scenario)).decode(),
-            "variables": orjson.dumps(scenario.variables).decode(),
-        }
-    )
-    return request_bytes("GET", f"/graphql?{query}", port, GET_HEADERS)
+        print_breakdown(breakdown, None if cached is None else cached * 1e6)
+    print(f"\nserving took {time.perf_counter() - begun:.0f} s; servers stopped, database dropped")
 
 
 async def _start(servers: Servers, url: str, scenario: Scenario) -> list[Figures]:
     """Atrium's servers, the document registered, the floor on the cold answer, all checked."""
     atriums = await asyncio.gather(
         *(
-            servers.start(t.name, "atrium", orjson.dumps({**t.settings, **_common(url)}).decode())
+            servers.start(t.name, atrium_alone, orjson.dumps(t.settings | _common(url)).decode())
             for t in TARGETS
             if t.settings is not None
         )
     )
-    registration = orjson.dumps({**scenario.payload, "extensions": _extensions(scenario)})
-    headers = {"content-type": "application/json", "accept": MEDIA_TYPE}
     for server in atriums:  # once would do (documents are in PostgreSQL); each checks its APQ
-        request = request_bytes("POST", "/graphql", server.port, headers, registration)
-        _answer(server, await fetch(server.port, request))
+        registration = persisted.post(server.port, scenario.query, scenario.variables)
+        _answer(server, await fetch(server.port, registration))
     by_name = {server.name: server for server in atriums}
     cold = by_name[COLD.name]
-    reference = await fetch(cold.port, _get(cold.port, scenario))
+    reference = await fetch(cold.port, persisted.get(cold.port, scenario.query, scenario.variables))
     problems = scenario.check(_answer(cold, reference)["data"])
     if problems:
         raise cold.failure(f"wrong {scenario.name}: {'; '.join(problems)}")
-    with tempfile.TemporaryDirectory(prefix="atrium-serving-") as tmp:
-        body_file = Path(tmp, "body.json")
-        await asyncio.to_thread(body_file.write_bytes, reference.body)
-        floor = await servers.start(FLOOR.name, "floor", str(body_file), MEDIA_TYPE)
+    floors = await servers.start_floor(FLOOR.name, reference.body, MEDIA_TYPE)
     figures = []
     for target in TARGETS:
-        server = floor if target is FLOOR else by_name[target.name]
-        request = _get(server.port, scenario)
+        server = floors if target is FLOOR else by_name[target.name]
+        request = persisted.get(server.port, scenario.query, scenario.variables)
         reply = await fetch(server.port, request)
         answer = _answer(server, reply)
         if reply.body != reference.body and answer != orjson.loads(reference.body):
             raise server.failure(
                 f"answers {reply.body[:300]!r}, not the floor's {reference.body[:300]!r}"
             )
-        figures.append(Figures(target, server, request, reply.body))
+        figures.append(Figures(target=target, server=server, request=request, expected=reply.body))
     return figures
 
 
@@ -248,17 +170,14 @@ async def _burst(
 ) -> None:
     spec = LoadSpec(
         port=figure.server.port,
-        request=figure.request,
-        expected=figure.expected,
+        requests=[("GET", figure.request)],
         connections=CONNECTIONS,
         warmup_s=BURST_WARMUP_S if record else 0.0,
         duration_s=seconds,
-        server_pid=figure.server.pid,
+        expected=figure.expected,
+        server_pids=(figure.server.pid,),
     )
-    try:
-        result = await asyncio.get_running_loop().run_in_executor(pool, run_load, spec)
-    except (OSError, asyncio.IncompleteReadError, ValueError) as exc:  # from the load process
-        raise figure.server.failure(f"the load failed: {exc!r}") from exc
+    result = await asyncio.get_running_loop().run_in_executor(pool, run_load, spec)
     if result.failed:
         example = result.example[:600]
         raise figure.server.failure(f"{result.failed} requests failed, e.g. {example!r}")

@@ -8,23 +8,28 @@ syncs. slapd's log goes to a file in the directory, shown if it fails to start.
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import shutil
-import socket
 import subprocess
+import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
 from bench.directory import GROUPS_DN, SUFFIX, USERS_DN
+from bench.harness import BenchFailure
+from bench.harness.host import free_port
+from bench.harness.process import spawn
 
 __all__ = ["ROOT_DN", "ROOT_PASSWORD", "Slapd", "running_slapd"]
 
 ROOT_DN: Final = f"cn=admin,{SUFFIX}"
 ROOT_PASSWORD: Final = "bench-root-password"  # a throwaway server on 127.0.0.1
 SCHEMAS: Final = ("core", "cosine", "inetorgperson", "nis", "dyngroup")
+START_TIMEOUT_S: Final = 30.0
 _BASE: Final = f"""dn: {SUFFIX}
 objectClass: dcObject
 objectClass: organization
@@ -51,14 +56,8 @@ class Slapd:
 def _program(name: str) -> str:
     found = shutil.which(name) or shutil.which(name, path="/usr/sbin:/usr/local/sbin")
     if found is None:
-        raise FileNotFoundError(f"{name} is not installed (Debian: apt-get install slapd)")
+        raise BenchFailure(f"{name} is not installed (Debian: apt-get install slapd)")
     return found
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _configure(directory: Path) -> Path:
@@ -83,47 +82,38 @@ dynlist-attrset groupOfURLs memberURL member+memberOf@groupOfNames*
     return conf
 
 
-def _wait_for(process: subprocess.Popen[bytes], port: int, log: Path) -> None:
-    deadline = time.monotonic() + 30
-    while True:
-        try:
-            with socket.create_connection(("127.0.0.1", port), timeout=0.2):
-                return
-        except OSError:
-            if process.poll() is not None or time.monotonic() > deadline:
-                raise RuntimeError(f"slapd did not start: {log.read_text()[-2000:]}") from None
-            time.sleep(0.05)
-
-
-@contextlib.contextmanager
-def running_slapd(directory: Path, ldif: str) -> Iterator[Slapd]:
-    """slapadd ``ldif`` below the base entries into ``directory``, serve it, stop it after."""
-    conf = _configure(directory)
-    (directory / "data.ldif").write_text(_BASE + ldif)
-    started = time.perf_counter()
-    loaded = subprocess.run(
-        [_program("slapadd"), "-q", "-f", str(conf), "-l", str(directory / "data.ldif")],
-        capture_output=True,
-        text=True,
-    )
-    if loaded.returncode != 0:
-        raise RuntimeError(f"slapadd failed: {loaded.stderr[-2000:]}")
-    load_seconds = time.perf_counter() - started
-    port = _free_port()
-    log = directory / "slapd.log"
-    with log.open("wb") as sink:
-        process = subprocess.Popen(
-            [_program("slapd"), "-d", "0", "-f", str(conf), "-h", f"ldap://127.0.0.1:{port}/"],
-            stdout=sink,
-            stderr=subprocess.STDOUT,
-        )
+async def _listening(port: int) -> bool:
     try:
-        _wait_for(process, port, log)
-        yield Slapd(f"ldap://127.0.0.1:{port}", load_seconds)
-    finally:
-        process.terminate()
+        _, writer = await asyncio.open_connection("127.0.0.1", port)
+    except OSError:
+        return False
+    writer.close()
+    return True
+
+
+@contextlib.asynccontextmanager
+async def running_slapd(ldif: str) -> AsyncIterator[Slapd]:
+    """slapadd ``ldif`` below the base entries into a directory of its own, serve it, stop it
+    and delete it after."""
+    with tempfile.TemporaryDirectory(prefix="atrium-bench-ldap-") as tmp:
+        directory = Path(tmp)
+        conf = _configure(directory)
+        (directory / "data.ldif").write_text(_BASE + ldif)
+        started = time.perf_counter()
+        loaded = await asyncio.to_thread(
+            subprocess.run,
+            [_program("slapadd"), "-q", "-f", str(conf), "-l", str(directory / "data.ldif")],
+            capture_output=True,
+            text=True,
+        )
+        if loaded.returncode != 0:
+            raise BenchFailure(f"slapadd failed: {loaded.stderr[-2000:]}")
+        load_seconds = time.perf_counter() - started
+        port = free_port()
+        argv = [_program("slapd"), "-d", "0", "-f", str(conf), "-h", f"ldap://127.0.0.1:{port}/"]
+        child = await spawn("slapd", argv, directory / "slapd.log")
         try:
-            process.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+            await child.until(lambda: _listening(port), START_TIMEOUT_S, "listening")
+            yield Slapd(f"ldap://127.0.0.1:{port}", load_seconds)
+        finally:
+            await child.stop(10.0)

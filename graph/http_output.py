@@ -25,6 +25,7 @@ from graph.errors import format_error
 from graph.http_input import JSON, HTTPError
 from graph.settings import Settings
 from graph.types import Send
+from loaders.responses import CachedAnswer
 from sources.errors import DatabaseUnavailable
 
 __all__ = [
@@ -68,6 +69,9 @@ class Outcome:
     # How long, and for whom, an error-free answer may be kept: (max-age, private); None when
     # it may not be (errors, or a field with no cache hint).
     policy: tuple[int, bool] | None = None
+    # The response cache's key and answer, when this is a kept answer any anonymous viewer
+    # is given (a GET's, public): graph.hot_answers may send it again.
+    kept: tuple[str, CachedAnswer] | None = None
 
 
 def result_outcome(result: ExecutionResult, media_type: str, label: str | None) -> Outcome:
@@ -172,7 +176,8 @@ def _replace_surrogates(value: Any) -> Any:
 async def send_outcome(
     send: Send, outcome: Outcome, media_type: str, if_none_match: bytes | None
 ) -> int:
-    """Send the answer; returns the status sent (304 when the client's copy is current)."""
+    """Send the answer; returns the status sent (304 when the client's copy is current).
+    ``outcome.headers`` is then every header the answer was sent with."""
     headers = outcome.headers
     etag = outcome.etag
     if etag is not None:

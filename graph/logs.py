@@ -158,51 +158,76 @@ class AccessLog:
 
     def __init__(self) -> None:
         self.logger = logging.getLogger("atrium.http")
-        # The second the cached timestamp prefix is for, and the prefix.
+        # The second the cached start of a line is for, and that start ('{"time":"...SS.').
         self._second = -1
-        self._prefix = ""
-        # The fixed part of a line, by (method, operation, status): written once as JSON.
-        self._middles: dict[tuple[str, str | None, int], str] = {}
+        self._head = ""
+        # What follows the milliseconds, by (method, operation, status): the line's fixed
+        # part, written once as JSON, up to the duration's value.
+        self._tails: dict[tuple[str, str | None, int], str] = {}
+        # Durations as written, by hundredths of a millisecond: a float's repr is most of a
+        # line's cost, and requests take the same few durations over and over.
+        self._durations: dict[int, str] = {}
 
     def record(self, method: str, operation: str | None, status: int, seconds: float) -> None:
+        self.record_many(method, status, [(operation, time.time(), seconds)])
+
+    def record_many(
+        self, method: str, status: int, requests: list[tuple[str | None, float, float]]
+    ) -> None:
+        """Lines for requests answered alike: (operation, when (wall clock), seconds) each."""
         logger = self.logger
         if not logger.isEnabledFor(logging.INFO):
             return
         sink, handlers = _sink, logging.root.handlers
         # The short way only when records would reach our sink alone, unfiltered.
         if sink is None or logger.handlers or len(handlers) != 1 or handlers[0] is not _handler:
-            logger.info(
-                "graphql request",
-                extra={
-                    "method": method,
-                    "operation": operation or "anonymous",
-                    "status": status,
-                    "duration_ms": round(seconds * 1000, 2),
-                },
-            )
+            for operation, _, seconds in requests:
+                logger.info(
+                    "graphql request",
+                    extra={
+                        "method": method,
+                        "operation": operation or "anonymous",
+                        "status": status,
+                        "duration_ms": round(seconds * 1000, 2),
+                    },
+                )
             return
-        now = time.time()
-        second = int(now)
-        if second != self._second:
-            self._second = second
-            self._prefix = _timestamp(second)[:-10]  # "YYYY-MM-DDTHH:MM:SS"
-        key = (method, operation, status)
-        middle = self._middles.get(key)
-        if middle is None:
-            middle = orjson.dumps(
-                {
-                    "level": "info",
-                    "logger": "atrium.http",
-                    "message": "graphql request",
-                    "method": method,
-                    "operation": operation or "anonymous",
-                    "status": status,
-                }
-            ).decode()[1:-1]
-            if len(self._middles) < 4096:  # operation names come from clients
-                self._middles[key] = middle
-        millis = int((now - second) * 1000)
-        sink.write(
-            f'{{"time":"{self._prefix}.{millis:03d}+00:00",{middle},'
-            f'"duration_ms":{round(seconds * 1000, 2)}}}'
-        )
+        lines = []
+        durations = self._durations
+        for operation, at, seconds in requests:
+            second = int(at)
+            if second != self._second:
+                self._second = second
+                self._head = '{"time":"' + _timestamp(second)[:-9]  # "YYYY-MM-DDTHH:MM:SS."
+            key = (method, operation, status)
+            tail = self._tails.get(key)
+            if tail is None:
+                tail = self._tail(key)
+            hundredths = int(seconds * 100_000 + 0.5)
+            duration = durations.get(hundredths)
+            if duration is None:
+                duration = repr(hundredths / 100)  # the float round(ms, 2) gives
+                if len(durations) < 10_000:
+                    durations[hundredths] = duration
+            millis = int((at - second) * 1000)
+            lines.append(f"{self._head}{millis:03d}{tail}{duration}}}")
+        if lines:
+            sink.write("\n".join(lines))
+
+    def _tail(self, key: tuple[str, str | None, int]) -> str:
+        """A line after its milliseconds, up to its duration's value."""
+        method, operation, status = key
+        middle = orjson.dumps(
+            {
+                "level": "info",
+                "logger": "atrium.http",
+                "message": "graphql request",
+                "method": method,
+                "operation": operation or "anonymous",
+                "status": status,
+            }
+        ).decode()[1:-1]
+        tail = f'+00:00",{middle},"duration_ms":'
+        if len(self._tails) < 4096:  # operation names come from clients
+            self._tails[key] = tail
+        return tail

@@ -51,6 +51,17 @@ class _Requests(Collector):
         row[bisect_left(LATENCY_BUCKETS, seconds)] += 1
         row[-1] += seconds
 
+    def observe_many(self, operation: str, status: int, seconds: Sequence[float]) -> None:
+        """``observe`` for each of these durations, at once."""
+        key = (operation, status)
+        self.counts[key] = self.counts.get(key, 0) + len(seconds)
+        row = self.latency.get(operation)
+        if row is None:
+            row = self.latency[operation] = [0.0] * (len(LATENCY_BUCKETS) + 2)
+        for each in seconds:
+            row[bisect_left(LATENCY_BUCKETS, each)] += 1
+        row[-1] += sum(seconds)
+
     def collect(self) -> Iterator[Metric]:
         requests = CounterMetricFamily(
             f"{self.prefix}_requests",
@@ -110,12 +121,22 @@ class Metrics:
             ["level", "outcome"],
             registry=self.registry,
         )
+        self.hot_answers = Gauge(
+            "atrium_hot_answers",
+            "Requests answered since start by the HTTP protocol from the hot answers (counted "
+            "in atrium_graphql_requests too)",
+            registry=self.registry,
+        )
         self._operations: set[str] = set()
         self._sources: list[tuple[Any, Gauge]] = []
 
     def observe_request(self, name: str | None, status: int, seconds: float) -> None:
         operation = name if name in self._operations else self.operation_label(name)
         self._requests.observe(operation, status, seconds)
+
+    def observe_requests(self, name: str | None, status: int, seconds: Sequence[float]) -> None:
+        """Requests of one operation answered alike, counted at once."""
+        self._requests.observe_many(self.operation_label(name), status, seconds)
 
     def observe_route(self, route: str, status: int, seconds: float) -> None:
         self._routes.observe(route, status, seconds)

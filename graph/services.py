@@ -12,10 +12,12 @@ from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
 from graph.assembly import Assembly
-from graph.authz import TokenCache, resolve_viewer, viewer_of
+from graph.auth.identity import Identity
+from graph.auth.tokens import TokenCache
+from graph.auth.viewer import resolve_viewer, viewer_of
 from graph.context import Context
+from graph.hot_answers import Hit, HotAnswers
 from graph.http_input import GetOperations
-from graph.identity import Identity
 from graph.logs import AccessLog
 from graph.metrics import Metrics
 from graph.persisted import PersistedQueries
@@ -39,6 +41,8 @@ class Services:
     db: Database | None = None  # set by the lifespan
     caches: Caches | None = None  # set by the lifespan
     responses: ResponseCache | None = None  # set by the lifespan unless turned off
+    # Kept public answers the HTTP protocol sends itself (set by create_app unless turned off).
+    hot: HotAnswers | None = None
     extras: dict[str, Any] = field(default_factory=dict)  # clients plugins add at start-up
     tokens: TokenCache = field(default_factory=TokenCache)
     access_log: AccessLog = field(default_factory=AccessLog)
@@ -78,8 +82,30 @@ class Services:
         self, method: str, operation: str | None, status: int, seconds: float
     ) -> None:
         """Count and log one answered request."""
+        if self.hot is not None and self.hot.hits:  # those first: the log keeps its order
+            self.hot.flush()
         self.metrics.observe_request(operation, status, seconds)
         self.access_log.record(method, operation, status, seconds)
+
+    def record_answered(self, hits: list[Hit]) -> None:
+        """Count and log requests the HTTP protocol answered from the hot answers, as the
+        view counts its own: metrics, the access log, response-cache hits; and keep their
+        answers recently used in the response cache, as lookups would have."""
+        by_operation: dict[str | None, list[float]] = {}
+        for answer, _, seconds in hits:
+            found = by_operation.get(answer.label)
+            if found is None:
+                found = by_operation[answer.label] = []
+            found.append(seconds)
+        for operation, durations in by_operation.items():
+            self.metrics.observe_requests(operation, 200, durations)
+        self.access_log.record_many(
+            "GET", 200, [(answer.label, at, seconds) for answer, at, seconds in hits]
+        )
+        if self.caches is not None:
+            self.caches.stats.add("response", "hit", len(hits))
+        if self.responses is not None:
+            self.responses.touch({answer.response_key for answer, _, _ in hits})
 
     async def context(
         self, request: HTTPConnection | None, viewer: Viewer | None = None

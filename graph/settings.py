@@ -100,6 +100,10 @@ class Settings(BaseSettings):
     response_cache: bool = True
     response_cache_max_entries: int = Field(default=10_000, ge=0)
     response_cache_max_bytes: int = Field(default=128 * 2**20, ge=0)
+    # The kept public answers asked most are written by the HTTP protocol itself, before any
+    # ASGI machinery runs (graph.hot_answers, atrium.http_protocol); off: every request goes
+    # through the app. Nothing changes in what is answered, only what answering it costs.
+    hot_answers: bool = True
     # Automatic persisted queries (production accepts only trusted documents either way).
     apq: bool = True
     # GETs must carry a header a browser cannot send cross-site without a preflight.

@@ -4,7 +4,7 @@
 step                       module                what
 =========================  ====================  ==========================================
 read the request           graph.http_input      media type, CSRF, GET parameters or body
-who is asking              graph.authz           token, trusted proxy, session, anonymous
+who is asking              graph.auth.viewer     token, trusted proxy, session, anonymous
 for each operation:
   which document           graph.persisted       APQ hashes, trusted documents
   a kept answer?           loaders.responses     by document, variables and viewer
@@ -39,8 +39,9 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from graph.authz import viewer_without_token
+from graph.auth.viewer import viewer_without_token
 from graph.context import Context
+from graph.hot_answers import HOT_KEY
 from graph.http_input import (
     GRAPHQL_RESPONSE,
     HTML,
@@ -66,6 +67,7 @@ from graph.http_output import (
 from graph.persisted import Document, PersistedQueryMiss
 from graph.services import Services
 from graph.types import Receive, Scope, Send
+from loaders import responses as kept_answers
 from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_answer_key
 from sources.auth import Viewer
 from sources.errors import DatabaseUnavailable, NotAuthenticated
@@ -100,6 +102,23 @@ async def graphql_http(scope: Scope, receive: Receive, send: Send) -> None:
         outcome = Outcome(500, encode_json(INTERNAL_ERROR))
     status = await send_outcome(send, outcome, media_type, headers.get(b"if-none-match"))
     services.record_request(scope["method"], outcome.label, status, time.perf_counter() - started)
+    if outcome.kept is not None and status == 200:
+        _keep_hot(scope, services, outcome, outcome.kept)
+
+
+def _keep_hot(
+    scope: Scope, services: Services, outcome: Outcome, kept: tuple[str, CachedAnswer]
+) -> None:
+    """Let the HTTP protocol send this kept public answer again itself (graph.hot_answers),
+    when the request is one it could answer (it said so by its key) and the answer is still
+    the response cache's: it may have been dropped while it was being sent."""
+    key = scope.get(HOT_KEY)
+    hot, responses = services.hot, services.responses
+    if key is None or hot is None or responses is None or services.draining:
+        return
+    response_key, answer = kept
+    if responses.holds(response_key, answer):
+        hot.fill(key, response_key, answer.stored_at, outcome.headers, outcome.body, outcome.label)
 
 
 async def _answer(
@@ -212,7 +231,7 @@ class _Exchange:
             keys = (shared, viewer_answer_key(shared, self.viewer))
             kept = await responses.get(*keys)
             if kept is not None:
-                return self._kept(kept, operation.label)
+                return self._kept(kept, operation.label, shared)
             since = responses.begin()
 
         if context is None:
@@ -228,8 +247,9 @@ class _Exchange:
             if self.get:
                 outcome.headers += NO_STORE
             return outcome
+        body = outcome.body
         answer = CachedAnswer(
-            outcome.body, etag_of(outcome.body), policy.seconds, policy.private, time.time()
+            body, etag_of(body), policy.seconds, policy.private, kept_answers.clock()
         )
         outcome.policy = (answer.max_age, answer.private)
         if self.get:
@@ -241,19 +261,19 @@ class _Exchange:
             await responses.put(keys[1] if policy.private else keys[0], answer, context.tags, since)
         return outcome
 
-    def _kept(self, answer: CachedAnswer, label: str | None) -> Outcome:
+    def _kept(self, answer: CachedAnswer, label: str | None, shared_key: str) -> Outcome:
         policy = (max(0, int(answer.remaining)), answer.private)
         if not self.get:
             return Outcome(200, answer.body, label, policy=policy)
+        shared = self._shared(answer.private)
         return Outcome(
             200,
             answer.body,
             label,
-            cache_headers(
-                answer.max_age, self._shared(answer.private), self.services.vary, answer.age
-            ),
+            cache_headers(answer.max_age, shared, self.services.vary, answer.age),
             answer.etag.encode("latin-1"),
             policy,
+            (shared_key, answer) if shared else None,
         )
 
     def _shared(self, private: bool) -> bool:

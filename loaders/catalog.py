@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import fields, replace
 from datetime import datetime
-from typing import Any
+from typing import Any, Final
 
 import orjson
 from strawberry.dataloader import DataLoader
@@ -65,8 +65,12 @@ def entity_by_ref_loader(services: LoaderServices) -> DataLoader[str, EntityReco
 ENTITY_CACHE = "entity.2"
 
 
+# The record's own fields, in order (not what the graph built from it).
+_FIELDS: Final = tuple(f.name for f in fields(EntityRecord) if f.init)
+
+
 def _encode(record: EntityRecord) -> bytes:
-    return orjson.dumps([getattr(record, f) for f in EntityRecord.__dataclass_fields__])
+    return orjson.dumps([getattr(record, f) for f in _FIELDS])
 
 
 def _decode(raw: bytes) -> EntityRecord:

@@ -59,6 +59,16 @@ class MemoryCache:
         self._items.move_to_end(key)
         return value
 
+    def peek(self, key: Hashable) -> Any:
+        """What ``key`` holds, expired or not, without making it recently used."""
+        item = self._items.get(key)
+        return MISSING if item is None else item[2]
+
+    def touch(self, key: Hashable) -> None:
+        """Make ``key`` recently used, as a lookup would, if it is held."""
+        if key in self._items:
+            self._items.move_to_end(key)
+
     def set(
         self, key: Hashable, value: Any, size: int | None = None, ttl: float | None = None
     ) -> None:

@@ -16,7 +16,7 @@ from __future__ import annotations
 import hashlib
 import time
 from collections import deque
-from collections.abc import Hashable, Iterable
+from collections.abc import Callable, Hashable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -38,6 +38,8 @@ __all__ = [
 ]
 
 WHOLE_CATALOG = "catalog"
+# The wall clock answers are aged by: one name, so that tests can hold time still.
+clock: Callable[[], float] = time.time
 # How many recent changes a replica remembers to check answers being computed against.
 _RECENT_CHANGES = 1024
 
@@ -52,11 +54,11 @@ class CachedAnswer:
 
     @property
     def age(self) -> int:
-        return max(0, int(time.time() - self.stored_at))
+        return max(0, int(clock() - self.stored_at))
 
     @property
     def remaining(self) -> float:
-        return self.max_age - (time.time() - self.stored_at)
+        return self.max_age - (clock() - self.stored_at)
 
     def encode(self, tags: frozenset[str]) -> bytes:
         return orjson.dumps(
@@ -138,6 +140,8 @@ class ResponseCache:
         self._tags_of: dict[Hashable, frozenset[str]] = {}
         self._sequence = 0
         self._recent: deque[tuple[int, frozenset[str]]] = deque(maxlen=_RECENT_CHANGES)
+        # Told of every key L1 lets go of, however it goes (graph.hot_answers listens).
+        self.on_forget: Callable[[Hashable], None] | None = None
 
     # Reading
 
@@ -168,6 +172,15 @@ class ResponseCache:
             return answer
         self.stats.add("response-l2", "miss")
         return None
+
+    def holds(self, key: str, answer: CachedAnswer) -> bool:
+        """Whether L1 holds this very answer under ``key`` now."""
+        return self.l1.peek(key) is answer
+
+    def touch(self, keys: Iterable[str]) -> None:
+        """Count answers given without a lookup (graph.hot_answers) as recently used."""
+        for key in keys:
+            self.l1.touch(key)
 
     # Writing
 
@@ -211,6 +224,8 @@ class ResponseCache:
             self._by_tag.setdefault(tag, set()).add(key)
 
     def _forget(self, key: Hashable) -> None:
+        if self.on_forget is not None:
+            self.on_forget(key)
         for tag in self._tags_of.pop(key, ()):
             keys = self._by_tag.get(tag)
             if keys is not None:

@@ -5,11 +5,14 @@ from __future__ import annotations
 import asyncio
 import base64
 import binascii
+from collections.abc import Awaitable
 from dataclasses import dataclass
 
 import orjson
 
+from loaders.cache_first import CacheFirstLoader
 from loaders.catalog import ENTITY_BY_REF, RELATED_REFS
+from loaders.memory import MISSING
 from loaders.registry import RequestLoaders
 from sources.catalog import queries
 from sources.catalog.documents import parse_documents
@@ -119,12 +122,44 @@ async def related(
     loaders: RequestLoaders, ref: str, relation: str, kind: str | None = None
 ) -> list[EntityRecord]:
     """Existing entities at the end of a relation; refs that resolve to nothing are left out."""
-    refs = await related_refs(loaders, ref, relation)
-    if kind is not None:
-        prefix = f"{kind.lower()}:"
-        refs = [r for r in refs if r.startswith(prefix)]
+    refs = _of_kind(await related_refs(loaders, ref, relation), kind)
     records = await loaders[ENTITY_BY_REF].load_many(refs)
     return [r for r in records if r is not None]
+
+
+def related_now(
+    loaders: RequestLoaders, ref: str, relation: str, kind: str | None = None
+) -> list[EntityRecord] | Awaitable[list[EntityRecord]]:
+    """``related``, answered at once (no coroutine, no task, no turn of the loop) when the
+    request or the in-process cache already holds the relation and every entity at its end;
+    otherwise ``related``'s coroutine, to be awaited."""
+    refs_loader, by_ref = loaders[RELATED_REFS], loaders[ENTITY_BY_REF]
+    if isinstance(refs_loader, CacheFirstLoader) and isinstance(by_ref, CacheFirstLoader):
+        refs = refs_loader.known((ref, relation))
+        if refs is not MISSING:
+            records = by_ref.known_many(_of_kind(refs, kind))
+            if records is not MISSING:
+                return [r for r in records if r is not None]
+    return related(loaders, ref, relation, kind)
+
+
+def entity_now(
+    loaders: RequestLoaders, ref: str
+) -> EntityRecord | Awaitable[EntityRecord | None] | None:
+    """``entity``, answered at once when the request or the in-process cache holds it."""
+    by_ref = loaders[ENTITY_BY_REF]
+    if isinstance(by_ref, CacheFirstLoader):
+        record = by_ref.known(normalize_ref(ref))
+        if record is not MISSING:
+            return record  # type: ignore[no-any-return]
+    return entity(loaders, ref)
+
+
+def _of_kind(refs: list[str], kind: str | None) -> list[str]:
+    if kind is None:
+        return refs
+    prefix = f"{kind.lower()}:"
+    return [r for r in refs if r.startswith(prefix)]
 
 
 async def entities_page(

@@ -39,6 +39,7 @@ import time
 import warnings
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
@@ -84,6 +85,24 @@ class DatabaseOptions:
     statement_timeout: float = 60.0
 
 
+# Set in a background job's task (and so in whatever it starts): its statements are counted
+# apart from those of requests, so that what a request costs can be counted while jobs run.
+_IN_JOB: ContextVar[bool] = ContextVar("atrium_in_background_job", default=False)
+
+
+def counted_as_job() -> None:
+    """Count the statements of the current task, and of the tasks it starts, as a background
+    job's (``Database.job_queries``), not a request's (``Database.queries``)."""
+    _IN_JOB.set(True)
+
+
+def _count(database: Database) -> None:
+    if _IN_JOB.get():
+        database.job_queries += 1
+    else:
+        database.queries += 1
+
+
 class Executor:
     """The query methods of a transaction's connection; counts queries.
 
@@ -109,13 +128,14 @@ class Executor:
 
     async def _statement(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
         database = self._database
-        database.queries += 1
+        _count(database)
         with database.unavailable_when_lost():
             return await database.run(self._conn, method, sql, args)
 
 
 class Database(Executor):
-    """An asyncpg pool. ``queries`` counts every statement sent, for N+1 tests and metrics.
+    """An asyncpg pool. ``queries`` counts every statement sent but those of background jobs,
+    which ``job_queries`` counts: N+1 tests count the first, metrics both.
 
     An Executor whose query methods each take a connection from the pool for one statement,
     so that code taking an Executor runs on the pool or inside a transaction alike."""
@@ -124,6 +144,7 @@ class Database(Executor):
         self.pool = pool
         self.options = options or DatabaseOptions()
         self.queries = 0
+        self.job_queries = 0
         self._lost_since: float | None = None  # when an outage was first seen, until it ends
 
     @classmethod
@@ -168,7 +189,7 @@ class Database(Executor):
 
     async def _statement(self, method: str, sql: str, args: tuple[Any, ...]) -> Any:
         """One statement on a connection taken from the pool for it."""
-        self.queries += 1
+        _count(self)
         try:
             conn = await self.pool.acquire()
             try:

@@ -16,8 +16,9 @@ import jinja2
 import orjson
 from markupsafe import Markup
 
+import ssr.catalog_url as catalog_url
+import ssr.present as present
 from graph.persisted import read_manifest
-from ssr import catalog_url, present
 from ssr.kit import Kit
 from ssr.vite import ViteManifest
 

@@ -9,7 +9,7 @@ from typing import Any
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
-from ssr import catalog_url
+import ssr.catalog_url as catalog_url
 from ssr.present import KINDS, display_name, kind_label
 from ssr.render import Page, render
 

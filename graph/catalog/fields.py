@@ -10,7 +10,14 @@ from strawberry.scalars import JSON
 from strawberry.types.nodes import SelectedField, Selection
 
 from graph.authz import AdminOnly, Authorize, EntityOwner
-from graph.catalog.types import CATALOG_CACHE, INHERIT, Entity, entity_from_record
+from graph.catalog.types import (
+    CATALOG_CACHE,
+    INHERIT,
+    Entity,
+    entity_from_record,
+    one_by_ref,
+    soon,
+)
 from graph.context import Info
 from resolvers import catalog as resolve
 from resolvers.catalog import EntitiesPage, FilterArgs
@@ -194,9 +201,8 @@ class CatalogQuery:
     @strawberry.field(
         description="One entity by ref; the kind is required, the namespace optional."
     )
-    async def entity(self, info: Info, ref: str) -> Entity | None:
-        record = await resolve.entity(info.context.loaders, ref)
-        return entity_from_record(record) if record is not None else None
+    def entity(self, info: Info, ref: str) -> Entity | None:
+        return soon(one_by_ref(info, ref))
 
     @strawberry.field(description="Entities matching a filter and a free-text search.")
     async def entities(

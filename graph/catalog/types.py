@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Awaitable, Iterable
 from datetime import datetime
 from typing import ClassVar, TypeVar
 
@@ -25,6 +25,8 @@ __all__ = [
     "VIEWERS_OWN",
     "Entity",
     "entity_from_record",
+    "one_by_ref",
+    "soon",
 ]
 
 # Catalog data changes by imports and syncs, which drop cached answers at once; the age bounds
@@ -43,8 +45,8 @@ class Relation:
     target_ref: str
 
     @strawberry.field
-    async def target(self, info: Info) -> Entity | None:
-        return await _one_by_ref(info, self.target_ref)
+    def target(self, info: Info) -> Entity | None:
+        return soon(one_by_ref(info, self.target_ref))
 
 
 @strawberry.interface(
@@ -111,25 +113,74 @@ class Entity(relay.Node):
 
 
 T = TypeVar("T", bound=Entity)
+V = TypeVar("V")
 
 
-async def _one_by_ref(info: Info, ref: str | None) -> Entity | None:
+def soon(value: V | Awaitable[V]) -> V:
+    """A resolver's answer, or an awaitable of it. graphql-core and the compiled plans await
+    what a resolver returns when it is awaitable, so a resolver that can often answer at once
+    (everything it reads in the loaders' cache) returns the value itself, sparing the request
+    a task and a turn of the event loop, and its coroutine only when it must wait. Typed as
+    the value: Strawberry reads the resolver's annotation for the schema."""
+    return value  # type: ignore[return-value]
+
+
+def one_by_ref(info: Info, ref: str | None) -> Entity | Awaitable[Entity | None] | None:
     if ref is None:
         return None
-    record = await resolve.entity(info.context.loaders, ref)
+    found = resolve.entity_now(info.context.loaders, ref)
+    if found is None or isinstance(found, EntityRecord):
+        return entity_from_record(found) if found is not None else None
+    return _one_later(found)
+
+
+async def _one_later(found: Awaitable[EntityRecord | None]) -> Entity | None:
+    record = await found
     return entity_from_record(record) if record is not None else None
 
 
-async def _all_related(info: Info, ref: str, relation: str, cls: type[T]) -> list[T]:
+def _one_of_class(info: Info, ref: str | None, cls: type[T]) -> T | Awaitable[T | None] | None:
+    """The entity ``ref`` names, if it is of the kind ``cls`` stands for."""
+    found = one_by_ref(info, ref)
+    if found is None or isinstance(found, Entity):
+        return found if isinstance(found, cls) else None
+    return _one_of_class_later(found, cls)
+
+
+async def _one_of_class_later(found: Awaitable[Entity | None], cls: type[T]) -> T | None:
+    entity = await found
+    return entity if isinstance(entity, cls) else None
+
+
+def _all_related(info: Info, ref: str, relation: str, cls: type[T]) -> list[T] | Awaitable[list[T]]:
     """Existing entities at the end of a relation, of the kind ``cls`` stands for."""
     kind = None if cls is Entity else cls.kind_name  # type: ignore[attr-defined]
-    found = await resolve.related(info.context.loaders, ref, relation, kind)
-    return [e for e in map(entity_from_record, found) if isinstance(e, cls)]
+    found = resolve.related_now(info.context.loaders, ref, relation, kind)
+    if isinstance(found, list):
+        return _of_class(found, cls)
+    return _all_later(found, cls)
 
 
-async def _first_related(info: Info, ref: str, relation: str, cls: type[T]) -> T | None:
-    found = await _all_related(info, ref, relation, cls)
-    return found[0] if found else None
+async def _all_later(found: Awaitable[list[EntityRecord]], cls: type[T]) -> list[T]:
+    return _of_class(await found, cls)
+
+
+def _of_class(records: list[EntityRecord], cls: type[T]) -> list[T]:
+    return [e for e in map(entity_from_record, records) if isinstance(e, cls)]
+
+
+def _first_related(
+    info: Info, ref: str, relation: str, cls: type[T]
+) -> T | Awaitable[T | None] | None:
+    found = _all_related(info, ref, relation, cls)
+    if isinstance(found, list):
+        return found[0] if found else None
+    return _first_later(found)
+
+
+async def _first_later(found: Awaitable[list[T]]) -> T | None:
+    entities = await found
+    return entities[0] if entities else None
 
 
 @strawberry.type
@@ -143,9 +194,9 @@ class _Owned:
         return self.record.owner_ref
 
     @strawberry.field(description="The owning group or user.")
-    async def owner(self, info: Info) -> Entity | None:
+    def owner(self, info: Info) -> Entity | None:
         # Through the relation, not owner_ref, so it batches with the entity's other relations.
-        return await _first_related(info, self.record.ref, "ownedBy", Entity)
+        return soon(_first_related(info, self.record.ref, "ownedBy", Entity))
 
 
 @strawberry.type
@@ -171,8 +222,8 @@ class _InSystem:
     record: strawberry.Private[EntityRecord]
 
     @strawberry.field
-    async def system(self, info: Info) -> System | None:
-        return await _first_related(info, self.record.ref, "partOf", System)
+    def system(self, info: Info) -> System | None:
+        return soon(_first_related(info, self.record.ref, "partOf", System))
 
 
 @strawberry.type
@@ -180,12 +231,12 @@ class _Dependencies:
     record: strawberry.Private[EntityRecord]
 
     @strawberry.field(description="What this depends on (dependsOn).")
-    async def dependencies(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self.record.ref, "dependsOn", Entity)
+    def dependencies(self, info: Info) -> list[Entity]:
+        return soon(_all_related(info, self.record.ref, "dependsOn", Entity))
 
     @strawberry.field(description="What depends on this (dependencyOf).")
-    async def dependents(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self.record.ref, "dependencyOf", Entity)
+    def dependents(self, info: Info) -> list[Entity]:
+        return soon(_all_related(info, self.record.ref, "dependencyOf", Entity))
 
 
 @strawberry.type
@@ -194,17 +245,21 @@ class _Profiled:
 
     @strawberry.field
     def profile(self) -> Profile:
-        raw = self.record.spec.get("profile")
-        raw = raw if isinstance(raw, dict) else {}
-        return Profile(
-            display_name=_text(raw.get("displayName")),
-            email=_text(raw.get("email")),
-            picture=_text(raw.get("picture")),
-        )
+        # Built once: the entity object is shared by every request that reads its record.
+        found: Profile | None = self.__dict__.get("_profile")
+        if found is None:
+            raw = self.record.spec.get("profile")
+            raw = raw if isinstance(raw, dict) else {}
+            found = self.__dict__["_profile"] = Profile(
+                display_name=_text(raw.get("displayName")),
+                email=_text(raw.get("email")),
+                picture=_text(raw.get("picture")),
+            )
+        return found
 
     @strawberry.field(description="Entities this owns directly.")
-    async def owns(self, info: Info) -> list[Entity]:
-        return await _all_related(info, self.record.ref, "ownerOf", Entity)
+    def owns(self, info: Info) -> list[Entity]:
+        return soon(_all_related(info, self.record.ref, "ownerOf", Entity))
 
 
 def _text(value: object) -> str | None:
@@ -219,20 +274,20 @@ class Component(_Owned, _Typed, _Lifecycle, _InSystem, _Dependencies, Entity):
     kind_name: ClassVar[str] = "Component"
 
     @strawberry.field
-    async def provides_apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self.record.ref, "providesApi", API)
+    def provides_apis(self, info: Info) -> list[API]:
+        return soon(_all_related(info, self.record.ref, "providesApi", API))
 
     @strawberry.field
-    async def consumes_apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self.record.ref, "consumesApi", API)
+    def consumes_apis(self, info: Info) -> list[API]:
+        return soon(_all_related(info, self.record.ref, "consumesApi", API))
 
     @strawberry.field(description="The component this is part of (spec.subcomponentOf).")
-    async def parent_component(self, info: Info) -> Component | None:
-        return await _first_related(info, self.record.ref, "partOf", Component)
+    def parent_component(self, info: Info) -> Component | None:
+        return soon(_first_related(info, self.record.ref, "partOf", Component))
 
     @strawberry.field
-    async def subcomponents(self, info: Info) -> list[Component]:
-        return await _all_related(info, self.record.ref, "hasPart", Component)
+    def subcomponents(self, info: Info) -> list[Component]:
+        return soon(_all_related(info, self.record.ref, "hasPart", Component))
 
 
 @strawberry.type(
@@ -275,12 +330,12 @@ class API(_Owned, _Typed, _Lifecycle, _InSystem, Entity):
         ]
 
     @strawberry.field
-    async def providers(self, info: Info) -> list[Component]:
-        return await _all_related(info, self.record.ref, "apiProvidedBy", Component)
+    def providers(self, info: Info) -> list[Component]:
+        return soon(_all_related(info, self.record.ref, "apiProvidedBy", Component))
 
     @strawberry.field
-    async def consumers(self, info: Info) -> list[Component]:
-        return await _all_related(info, self.record.ref, "apiConsumedBy", Component)
+    def consumers(self, info: Info) -> list[Component]:
+        return soon(_all_related(info, self.record.ref, "apiConsumedBy", Component))
 
 
 @strawberry.type(
@@ -298,23 +353,22 @@ class System(_Owned, _Typed, Entity):
     kind_name: ClassVar[str] = "System"
 
     @strawberry.field
-    async def domain(self, info: Info) -> Domain | None:
+    def domain(self, info: Info) -> Domain | None:
         # A system's partOf is its spec.domain alone, which system_ref holds: read by ref,
         # without the system's relations first (one statement fewer under a system).
-        found = await _one_by_ref(info, self.record.system_ref)
-        return found if isinstance(found, Domain) else None
+        return soon(_one_of_class(info, self.record.system_ref, Domain))
 
     @strawberry.field
-    async def components(self, info: Info) -> list[Component]:
-        return await _all_related(info, self.record.ref, "hasPart", Component)
+    def components(self, info: Info) -> list[Component]:
+        return soon(_all_related(info, self.record.ref, "hasPart", Component))
 
     @strawberry.field
-    async def apis(self, info: Info) -> list[API]:
-        return await _all_related(info, self.record.ref, "hasPart", API)
+    def apis(self, info: Info) -> list[API]:
+        return soon(_all_related(info, self.record.ref, "hasPart", API))
 
     @strawberry.field
-    async def resources(self, info: Info) -> list[Resource]:
-        return await _all_related(info, self.record.ref, "hasPart", Resource)
+    def resources(self, info: Info) -> list[Resource]:
+        return soon(_all_related(info, self.record.ref, "hasPart", Resource))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A business area grouping systems.")
@@ -322,12 +376,12 @@ class Domain(_Owned, _Typed, Entity):
     kind_name: ClassVar[str] = "Domain"
 
     @strawberry.field
-    async def systems(self, info: Info) -> list[System]:
-        return await _all_related(info, self.record.ref, "hasPart", System)
+    def systems(self, info: Info) -> list[System]:
+        return soon(_all_related(info, self.record.ref, "hasPart", System))
 
     @strawberry.field
-    async def parent_domain(self, info: Info) -> Domain | None:
-        return await _first_related(info, self.record.ref, "partOf", Domain)
+    def parent_domain(self, info: Info) -> Domain | None:
+        return soon(_first_related(info, self.record.ref, "partOf", Domain))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A team or other organisational unit.")
@@ -335,16 +389,16 @@ class Group(_Typed, _Profiled, Entity):
     kind_name: ClassVar[str] = "Group"
 
     @strawberry.field
-    async def parent(self, info: Info) -> Group | None:
-        return await _first_related(info, self.record.ref, "childOf", Group)
+    def parent(self, info: Info) -> Group | None:
+        return soon(_first_related(info, self.record.ref, "childOf", Group))
 
     @strawberry.field
-    async def children(self, info: Info) -> list[Group]:
-        return await _all_related(info, self.record.ref, "parentOf", Group)
+    def children(self, info: Info) -> list[Group]:
+        return soon(_all_related(info, self.record.ref, "parentOf", Group))
 
     @strawberry.field(description="Direct members.")
-    async def members(self, info: Info) -> list[User]:
-        return await _all_related(info, self.record.ref, "hasMember", User)
+    def members(self, info: Info) -> list[User]:
+        return soon(_all_related(info, self.record.ref, "hasMember", User))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A person.")
@@ -352,8 +406,8 @@ class User(_Profiled, Entity):
     kind_name: ClassVar[str] = "User"
 
     @strawberry.field(description="Groups this person is a direct member of.")
-    async def member_of(self, info: Info) -> list[Group]:
-        return await _all_related(info, self.record.ref, "memberOf", Group)
+    def member_of(self, info: Info) -> list[Group]:
+        return soon(_all_related(info, self.record.ref, "memberOf", Group))
 
 
 @strawberry.type(directives=[CATALOG_CACHE], description="A pointer to more catalog files.")
@@ -384,6 +438,19 @@ _BY_KIND: dict[str, type[Entity]] = {t.kind_name: t for t in ENTITY_TYPES}  # ty
 
 
 def entity_from_record(record: EntityRecord) -> Entity:
+    """The schema's object for ``record``: built once, kept with the record (so for as long as
+    the loaders' cache holds it) and shared by every request that reads it. Entity objects are
+    never changed once built: resolvers only read them, and what a request needs of its own
+    lives in its context."""
+    found: Entity | None = record.built
+    if found is not None:
+        return found
+    entity = _build(record)
+    record.keep(entity)
+    return entity
+
+
+def _build(record: EntityRecord) -> Entity:
     cls = _BY_KIND[record.kind]
     return cls(
         node_ref=record.ref,

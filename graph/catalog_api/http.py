@@ -2,7 +2,7 @@
 
 Every route is a ``Handler`` wrapped by ``endpoint``, which does what ``/graphql`` does around
 its execution: who is asking (a bearer token, the trusted proxy's user, or anonymous while
-anonymous reading is on; ``graph.authz``), a kept answer (``loaders.responses``, keyed by the
+anonymous reading is on; ``graph.auth``), a kept answer (``loaders.responses``, keyed by the
 request's path and query, dropped when anything it read changes), the request's ``Context``
 (its loaders and their caches), caching headers with an ETag and 304, and ``/metrics`` by
 route and status. Errors are Backstage's bodies::
@@ -23,7 +23,7 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from graph.authz import viewer_without_token
+from graph.auth.viewer import viewer_without_token
 from graph.catalog.types import CATALOG_CACHE
 from graph.context import Context
 from graph.http_output import cache_headers, encode_json

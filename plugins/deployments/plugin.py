@@ -64,7 +64,12 @@ class DeploymentsPlugin:
 
         @contextlib.asynccontextmanager
         async def lifespan(services: Any) -> AsyncIterator[Deployments]:
-            async with running(settings, services) as deployments:
+            history = None
+            if settings.deployments_demo and not services.settings.production:
+                from plugins.deployments.demo import seed_history
+
+                history = seed_history
+            async with running(settings, services, demo_history=history) as deployments:
                 yield deployments
 
         builder.lifespan(lifespan)

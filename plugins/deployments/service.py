@@ -12,7 +12,7 @@ import contextlib
 import hashlib
 import hmac
 import logging
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -349,7 +349,14 @@ async def _logged(work: Any) -> None:
 
 
 @contextlib.asynccontextmanager
-async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[Deployments]:
+async def running(
+    settings: DeploymentSettings,
+    services: Any,
+    *,
+    demo_history: Callable[[Any], Awaitable[None]] | None = None,
+) -> AsyncIterator[Deployments]:
+    """The service, following the catalog and the workloads while it runs. ``demo_history``
+    (the demo's, ``demo.seed_history``) is written alongside, in the background."""
     async with httpx.AsyncClient() as http:
         deployments = Deployments(settings, services, http)
         stop = None
@@ -362,10 +369,8 @@ async def running(settings: DeploymentSettings, services: Any) -> AsyncIterator[
                 stop = workloads.on_change(deployments.changed)
         catalog = asyncio.create_task(deployments.follow_catalog(), name="catalog changes")
         deployments.tasks.add(catalog)
-        if settings.deployments_demo and not services.settings.production:
-            from plugins.deployments.demo import seed_history
-
-            task = asyncio.create_task(_logged(seed_history(services)), name="demo history")
+        if demo_history is not None:
+            task = asyncio.create_task(_logged(demo_history(services)), name="demo history")
             deployments.tasks.add(task)
             task.add_done_callback(deployments.tasks.discard)
         try:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from enum import Enum
 from typing import Any, Final
@@ -64,6 +64,13 @@ class EntityRecord:
     # Fields whose placeholder could not be read at the last import: path → why.
     unavailable: dict[str, str]
     updated_at: datetime  # last: the cache's decoder reads it from the end
+    # Not part of the record: what a layer above built from it once (the graph's entity
+    # object), kept with the record so that it lives as long as the record is cached and no
+    # longer. Set once with ``keep``; ``dataclasses.replace`` leaves it behind.
+    built: Any = field(default=None, init=False, compare=False, repr=False)
+
+    def keep(self, built: Any) -> None:
+        object.__setattr__(self, "built", built)
 
     @classmethod
     def from_row(cls, row: asyncpg.Record) -> EntityRecord:

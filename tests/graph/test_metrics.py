@@ -56,3 +56,12 @@ def test_operation_names_are_bounded() -> None:
         if name == "atrium_graphql_requests_total"
     }
     assert len(operations) == MAX_OPERATION_LABELS + 1 and "other" in operations
+
+
+def test_requests_counted_at_once_are_counted_as_one_by_one() -> None:
+    durations = [0.0005, 0.001, 0.003, 20.0]
+    one_by_one, at_once = Metrics(), Metrics()
+    for seconds in durations:
+        one_by_one.observe_request("Page", 200, seconds)
+    at_once.observe_requests("Page", 200, durations)
+    assert samples(at_once) == samples(one_by_one)

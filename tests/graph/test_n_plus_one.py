@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -139,3 +141,22 @@ async def test_the_entity_page_is_a_handful_of_queries(org_client: Client) -> No
 def test_the_fixture_is_what_it_claims(tmp_path: Path) -> None:
     batch = parse_documents(organisation(3), "x.yaml")
     assert not batch.errors and len(batch.entities) == 2 + 15 + 6
+
+
+async def test_background_jobs_statements_are_not_a_requests(make_client: Any) -> None:
+    """Jobs run while requests do (change deliveries every second by default): what they send
+    is counted apart, so the counts above are the requests' own."""
+    client = await make_client(change_hooks_interval=0.05)
+    db = client.services.db
+    before = db.queries
+    for _ in range(200):  # until the job has run a few rounds
+        if db.job_queries >= 4:
+            break
+        await asyncio.sleep(0.05)
+    assert db.job_queries >= 4
+    assert db.queries == before
+    # /metrics counts both.
+    both = db.queries + db.job_queries
+    metrics = (await client.get("/metrics")).text
+    sent = next(line for line in metrics.splitlines() if line.startswith("atrium_sql_queries "))
+    assert float(sent.split()[1]) >= both

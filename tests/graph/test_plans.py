@@ -1,4 +1,4 @@
-"""Compiled plans answer exactly as the generic executor does (graph/plans.py).
+"""Compiled plans answer exactly as the generic executor does (graph/plans/).
 
 Differential: each operation runs through graphql-core under Strawberry (the generic path) and
 through its plan, each on a fresh request context as the same viewer, and the two answers must

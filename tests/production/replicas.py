@@ -23,8 +23,8 @@ from typing import Any
 
 import httpx
 
-from bench.haproxy import HAProxy, haproxy
-from bench.replica_procs import Replica, free_port, serve_environment
+from bench.harness.haproxy import HAProxy, haproxy
+from bench.harness.replica import Replica, free_port, serve_environment
 from graph.persisted import trust
 from sources.auth import create_token
 from sources.catalog.documents import parse_documents

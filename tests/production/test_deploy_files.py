@@ -6,6 +6,7 @@ ATRIUM_ variable. The image's build itself is tested by test_deploy_image.py."""
 from __future__ import annotations
 
 import copy
+import fnmatch
 import os
 import re
 import tomllib
@@ -321,6 +322,18 @@ def test_the_wheel_stage_copies_every_package_pyproject_names() -> None:
     copied = {s.strip("/") for c in dockerfile.stages()["wheel"].copies() for s in c.sources}
     assert tops <= copied, tops - copied
     assert {"pyproject.toml", "README.md"} <= copied  # the README is the package's readme
+
+
+def test_the_benchmark_and_the_tests_are_not_packaged() -> None:
+    """bench/ and tests/ run from a checkout: neither pyproject.toml nor the image's wheel
+    stage takes them (test_deploy_image checks the wheel built from what it copies)."""
+    pyproject = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    included = pyproject["tool"]["setuptools"]["packages"]["find"]["include"]
+    for package in ("bench", "bench.harness", "tests", "tests.production"):
+        assert not [p for p in included if fnmatch.fnmatchcase(package, p)], package
+    copied = {s.strip("/") for c in dockerfile.stages()["wheel"].copies() for s in c.sources}
+    assert not copied & {"bench", "tests"}
+    assert not [f for f in dockerfile.context_files(".") if f.startswith("bench/")]
 
 
 def test_the_build_context_holds_what_the_copies_take_and_little_else() -> None:

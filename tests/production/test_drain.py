@@ -13,7 +13,7 @@ from pathlib import Path
 import httpx
 import pytest
 
-from bench.replica_procs import Replica, serve_environment
+from bench.harness.replica import Replica, serve_environment
 from sources.persisted import document_hash
 from tests.production.replicas import ENTITY, Fleet, prepare, settings, subscriber
 

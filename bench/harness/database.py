@@ -21,7 +21,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import asyncpg
 
-__all__ = ["ScratchDatabase", "scratch_database"]
+__all__ = ["ScratchDatabase", "admin_url", "scratch_database"]
 
 ENV_URL: Final = "ATRIUM_BENCH_DATABASE_URL"
 LOCAL_URL: Final = "postgresql://postgres@127.0.0.1:5432/postgres"
@@ -33,6 +33,9 @@ class ScratchDatabase:
     url: str
     name: str
     server: str  # where it lives, for the report
+
+    def __str__(self) -> str:
+        return f"scratch database {self.name} on the {self.server}"
 
 
 def _with_database(url: str, name: str) -> str:

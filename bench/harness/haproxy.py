@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import csv
 import shutil
-import signal
+import subprocess
 import tempfile
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -23,7 +23,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Final
 
-__all__ = ["HAProxy", "config", "haproxy", "haproxy_binary"]
+from bench.harness import BenchFailure
+from bench.harness.process import Child, spawn
+
+__all__ = ["HAProxy", "config", "haproxy", "haproxy_binary", "version"]
 
 CHECK_INTERVAL_MS: Final = 250
 START_TIMEOUT_S: Final = 10.0
@@ -34,7 +37,7 @@ def haproxy_binary() -> str:
         "/usr/sbin/haproxy" if Path("/usr/sbin/haproxy").exists() else None
     )
     if found is None:
-        raise RuntimeError("HAProxy is not installed (make system-test-deps installs Debian's)")
+        raise BenchFailure("HAProxy is not installed (make system-test-deps installs Debian's)")
     return found
 
 
@@ -80,12 +83,15 @@ def config(port: int, servers: Mapping[str, int], admin: Path, check: str = "/re
 class HAProxy:
     port: int
     admin: Path
-    process: asyncio.subprocess.Process
-    log: Path
+    child: Child
 
     @property
     def base(self) -> str:
         return f"http://127.0.0.1:{self.port}"
+
+    @property
+    def pid(self) -> int:
+        return self.child.pid
 
     async def command(self, text: str) -> str:
         """One command on the admin socket, its answer."""
@@ -113,8 +119,13 @@ class HAProxy:
         deadline = time.monotonic() + within
         while (await self.states()).get(server) != state:
             if time.monotonic() > deadline:
-                raise AssertionError(f"HAProxy never saw {server} {state}: {await self.states()}")
+                raise BenchFailure(f"HAProxy never saw {server} {state}: {await self.states()}")
             await asyncio.sleep(0.05)
+
+
+def version() -> str:
+    out = subprocess.run([haproxy_binary(), "-v"], capture_output=True, text=True).stdout
+    return out.split()[2] if out.startswith("HAProxy version") else "?"
 
 
 @contextlib.asynccontextmanager
@@ -127,24 +138,14 @@ async def haproxy(
         admin = directory / "admin.sock"
         path = directory / "haproxy.cfg"
         path.write_text(config(port, servers, admin, check))
-        log = directory / "haproxy.log"
-        with log.open("wb") as out:
-            process = await asyncio.create_subprocess_exec(
-                haproxy_binary(), "-db", "-f", str(path), stdout=out, stderr=out
-            )
-        proxy = HAProxy(port, admin, process, log)
+        argv = [haproxy_binary(), "-db", "-f", str(path)]
+        child = await spawn("HAProxy", argv, directory / "haproxy.log")
         try:
-            deadline = time.monotonic() + START_TIMEOUT_S
-            while not admin.exists():
-                if process.returncode is not None or time.monotonic() > deadline:
-                    raise RuntimeError(f"HAProxy did not start:\n{log.read_text(errors='replace')}")
-                await asyncio.sleep(0.02)
-            yield proxy
+
+            async def listening() -> bool:
+                return admin.exists()
+
+            await child.until(listening, START_TIMEOUT_S, "started")
+            yield HAProxy(port, admin, child)
         finally:
-            if process.returncode is None:
-                process.send_signal(signal.SIGTERM)
-                try:
-                    await asyncio.wait_for(process.wait(), 10)
-                except TimeoutError:
-                    process.kill()
-                    await process.wait()
+            await child.stop(10.0)

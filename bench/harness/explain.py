@@ -9,6 +9,7 @@ are the app's own constants; arguments are passed as parameters, never spliced i
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -17,12 +18,11 @@ import httpx
 import orjson
 from starlette.applications import Starlette
 
-from bench.harness import URL
-from bench.scenarios import Scenario
+from bench.harness.inprocess import URL, Measurement, Scenario
 from graph.services import Services
 from sources.db import Database
 
-__all__ = ["Statement", "explain_slowest", "trace"]
+__all__ = ["Statement", "explain_misses", "explain_slowest", "print_explain", "trace"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,3 +86,25 @@ async def explain_slowest(app: Starlette, scenario: Scenario) -> tuple[list[Stat
         return statements, []
     slowest = max(statements, key=lambda s: s.ms)
     return statements, await explain(services.database, slowest)
+
+
+def print_explain(name: str, statements: Sequence[Statement], plan: Sequence[str]) -> None:
+    print(f"\n{name}: {len(statements)} statements in one request")
+    for s in statements:
+        first = " ".join(s.sql.split())[:110]
+        print(f"  {s.ms:8.2f} ms  {first}")
+    if plan:
+        print("  slowest, EXPLAIN (ANALYZE, BUFFERS):")
+        for line in plan:
+            print(f"    {line}")
+
+
+async def explain_misses(
+    app: Starlette, results: Sequence[Measurement], *, every: bool = False, server: bool = False
+) -> None:
+    """The statements and slowest plan of each scenario that missed its target (``every``:
+    of each scenario; ``server``: held to the server's time at p50 and p99)."""
+    for result in results:
+        if every or not (result.server_passed if server else result.passed):
+            statements, plan = await explain_slowest(app, result.scenario)
+            print_explain(result.scenario.name, statements, plan)

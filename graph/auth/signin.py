@@ -10,7 +10,7 @@ person becomes a session, kept server-side behind an HttpOnly, SameSite=Lax cook
 ``__Host-`` outside development).
 
 Whatever goes wrong is a page that says what and offers to start again, never a 500. The
-provider's client and the session store are connected by ``graph.identity.connect_identity``.
+provider's client and the session store are connected by ``graph.auth.identity.connect_identity``.
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import Route
 
-from graph.identity import Identity, read_cookie
+from graph.auth.identity import Identity
+from graph.auth.sessions import read_cookie
 from graph.services import Services
 from graph.settings import Settings
 from sources.audit import record_audit

@@ -1,4 +1,4 @@
-"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain]
+"""``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--skip-import]
 [--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes|
 replicas]
 [--users N] [--pinapps N] [--deploys N]``.
@@ -49,6 +49,7 @@ class Run:
             warmup=5 if quick else 10,
             seed=self.args.seed,
             explain_all=self.args.explain,
+            imports=not self.args.skip_import,
         )
 
 
@@ -141,6 +142,11 @@ def parser() -> argparse.ArgumentParser:
     )
     found.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"
+    )
+    found.add_argument(
+        "--skip-import",
+        action="store_true",
+        help="leave out the catalog's timed full and no-change imports",
     )
     found.add_argument(
         "--users",

@@ -8,12 +8,16 @@ from dataclasses import dataclass
 import orjson
 
 from bench.generate import generate, print_load
+from bench.harness import BenchFailure
 from bench.harness.apps import quiet, started
 from bench.harness.database import scratch_database
 from bench.harness.explain import explain_misses
 from bench.harness.inprocess import measure, print_measurements
 from bench.harness.timing import frozen_heap
+from bench.importing import run_import
+from bench.replica_memory import replica_memory
 from bench.scenarios import pick_inputs, scenarios
+from graph.services import Services
 from graph.settings import Settings
 
 __all__ = ["Options", "run"]
@@ -28,6 +32,15 @@ class Options:
     explain_all: bool
     # Measuring stops early (after at least 20 rounds) past this, to keep a run near 5 minutes.
     budget_s: float = 150.0
+    # A full import of the catalog through `atrium catalog import`'s code, then a no-change one.
+    imports: bool = True
+
+
+def _hits(services: Services) -> int:
+    """Answers any cache gave so far: the loaders' (L1, L2) and the responses'."""
+    assert services.caches is not None  # made by the lifespan
+    counts = services.caches.stats.counts
+    return sum(n for (_, outcome), n in counts.items() if outcome == "hit")
 
 
 async def run(options: Options) -> None:
@@ -35,8 +48,10 @@ async def run(options: Options) -> None:
     quiet()
     async with scratch_database() as scratch:
         print(scratch)
-        # No plugin discovery: the benchmark measures the catalog alone.
-        async with started(Settings(database_url=scratch.url)) as app:
+        # No plugin discovery: the benchmark measures the catalog alone. Uncached: no response
+        # cache, and loaders' caches that keep nothing, so every request runs its SQL.
+        uncached = Settings(database_url=scratch.url, response_cache=False, cache_max_entries=0)
+        async with started(uncached) as app:
             report = await generate(scratch.url, options.entities, seed=options.seed)
             print_load(report)
 
@@ -46,17 +61,30 @@ async def run(options: Options) -> None:
                 f"({inputs.owner_components:,} components)"
             )
             # The generated rows are gone; what is left lives for the run.
+            chosen = scenarios(inputs)
+            hits = _hits(app.services)
             with frozen_heap():
                 results = await measure(
                     app,
-                    scenarios(inputs),
+                    chosen,
                     rounds=options.rounds,
                     warmup=options.warmup,
                     budget_s=options.budget_s,
                 )
-            print_measurements(results, answer=_answer)
-            await explain_misses(app, results, every=options.explain_all)
-    print(f"\nbenchmark took {time.perf_counter() - begun:.0f} s; scratch database dropped")
+            hits = _hits(app.services) - hits
+            if hits or app.services.responses is not None:
+                raise BenchFailure(f"uncached scenarios were answered from a cache {hits} times")
+            print_measurements(
+                results,
+                answer=_answer,
+                conditions="; uncached: no response cache, loaders' caches keep nothing (0 hits)",
+                server=True,
+            )
+            await explain_misses(app, results, every=options.explain_all, server=True)
+        await replica_memory(scratch.url, chosen)
+    if options.imports:
+        await run_import(options.entities, seed=options.seed)
+    print(f"\nbenchmark took {time.perf_counter() - begun:.0f} s; scratch databases dropped")
 
 
 def _answer(body: bytes) -> str:

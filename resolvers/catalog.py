@@ -16,7 +16,7 @@ from loaders.memory import MISSING
 from loaders.registry import RequestLoaders
 from sources.catalog import queries
 from sources.catalog.documents import parse_documents
-from sources.catalog.listing import Order, list_entities
+from sources.catalog.listing import Order, list_entities, ranked_page
 from sources.catalog.placeholders import FetchPolicy
 from sources.catalog.queries import EntityFilter, EntityRecord, FacetField, Where
 from sources.catalog.refs import canonical_kind, normalize_ref
@@ -100,6 +100,8 @@ class EntitiesPage:
     has_next: bool
     has_previous: bool
     where: Where
+    total: int | None = None  # known when the page's query counted the matches
+    counting: asyncio.Future[int] | None = None  # the total, counted beside the page
 
 
 async def entity(loaders: RequestLoaders, ref: str) -> EntityRecord | None:
@@ -169,8 +171,11 @@ async def entities_page(
     order: Order | None,
     first: int,
     after: str | None,
+    with_total: bool = False,
 ) -> EntitiesPage:
-    """One page of a filtered, searched list; relevance order by default when searching."""
+    """One page of a filtered, searched list; relevance order by default when searching.
+    ``with_total``: the total is wanted too, so it is counted while the page is read, on a
+    connection of its own (a search counts its matches as it ranks them)."""
     where = (filter_args or FilterArgs()).normalise()
     prepared = await queries.prepare_search(db, search) if search and search.strip() else None
     if order is None:
@@ -179,9 +184,24 @@ async def entities_page(
         raise CatalogError("ordering by relevance needs a search")
     position = _decode_cursor(after, order) if after else None
     condition = where.where(prepared)
-    rows = await list_entities(
-        db, condition, order=order, after=position, limit=first + 1, search=prepared
-    )
+    total = None
+    counting = None
+    if order is Order.RELEVANCE:
+        assert prepared is not None  # relevance without a search was refused above
+        start = position if isinstance(position, int) else 0
+        records, total = await ranked_page(db, condition, prepared, start=start, limit=first + 1)
+        rows: list[tuple[EntityRecord, str | None]] = [(r, None) for r in records]
+    else:
+        if with_total:
+            counting = asyncio.ensure_future(queries.count_entities(db, condition))
+            # Retrieved here too: a request that fails before asking for its total leaves it.
+            counting.add_done_callback(_retrieve)
+        try:
+            rows = await list_entities(db, condition, order=order, after=position, limit=first + 1)
+        except BaseException:
+            if counting is not None:
+                counting.cancel()
+            raise
     has_next = len(rows) > first
     rows = rows[:first]
     by_ref = loaders[ENTITY_BY_REF]
@@ -193,10 +213,19 @@ async def entities_page(
     else:
         cursors = [_encode_cursor([order.value, key, record.ref]) for record, key in rows]
     records = [record for record, _ in rows]
-    return EntitiesPage(records, cursors, has_next, after is not None, condition)
+    return EntitiesPage(records, cursors, has_next, after is not None, condition, total, counting)
+
+
+def _retrieve(future: asyncio.Future[int]) -> None:
+    if not future.cancelled():
+        future.exception()
 
 
 async def count(db: Database, page: EntitiesPage) -> int:
+    if page.total is not None:
+        return page.total
+    if page.counting is not None:
+        return await page.counting
     return await queries.count_entities(db, page.where)
 
 

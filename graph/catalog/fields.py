@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import strawberry
 from strawberry import relay
 from strawberry.scalars import JSON
+from strawberry.types.nodes import SelectedField, Selection
 
 from graph.authz import AdminOnly, Authorize, EntityOwner
 from graph.catalog.types import (
@@ -221,6 +224,7 @@ class CatalogQuery:
             order=order_by,
             first=first,
             after=after,
+            with_total=_asks(info.selected_fields, "totalCount"),
         )
         return connection(page)
 
@@ -240,6 +244,18 @@ class CatalogQuery:
             info.context.db, field, filter_args(info, filter), search, first
         )
         return [Facet(value=value, count=count) for value, count in counts]
+
+
+def _asks(selections: Sequence[Selection], name: str) -> bool:
+    """Whether a field ``name`` is selected right under these (through any fragments)."""
+    for selection in selections:
+        for inner in selection.selections:
+            if isinstance(inner, SelectedField):
+                if inner.name == name:
+                    return True
+            elif _asks([inner], name):
+                return True
+    return False
 
 
 def _list_tags(filter: EntityFilter | None) -> list[str]:

@@ -139,6 +139,19 @@ async def _one_later(found: Awaitable[EntityRecord | None]) -> Entity | None:
     return entity_from_record(record) if record is not None else None
 
 
+def _one_of_class(info: Info, ref: str | None, cls: type[T]) -> T | Awaitable[T | None] | None:
+    """The entity ``ref`` names, if it is of the kind ``cls`` stands for."""
+    found = one_by_ref(info, ref)
+    if found is None or isinstance(found, Entity):
+        return found if isinstance(found, cls) else None
+    return _one_of_class_later(found, cls)
+
+
+async def _one_of_class_later(found: Awaitable[Entity | None], cls: type[T]) -> T | None:
+    entity = await found
+    return entity if isinstance(entity, cls) else None
+
+
 def _all_related(info: Info, ref: str, relation: str, cls: type[T]) -> list[T] | Awaitable[list[T]]:
     """Existing entities at the end of a relation, of the kind ``cls`` stands for."""
     kind = None if cls is Entity else cls.kind_name  # type: ignore[attr-defined]
@@ -341,7 +354,9 @@ class System(_Owned, _Typed, Entity):
 
     @strawberry.field
     def domain(self, info: Info) -> Domain | None:
-        return soon(_first_related(info, self.record.ref, "partOf", Domain))
+        # A system's partOf is its spec.domain alone, which system_ref holds: read by ref,
+        # without the system's relations first (one statement fewer under a system).
+        return soon(_one_of_class(info, self.record.system_ref, Domain))
 
     @strawberry.field
     def components(self, info: Info) -> list[Component]:

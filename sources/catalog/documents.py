@@ -220,6 +220,8 @@ def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:
             batch.errors.append(file.error)
         if ok:
             batch.complete_origins.add(file.location)
+        # What the file held lives on in its entities; the rest can go now, not at the end.
+        file.documents.clear()
     return batch
 
 

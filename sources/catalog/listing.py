@@ -20,7 +20,7 @@ from sources.catalog.queries import COLUMNS, NOTHING, EntityRecord, SearchQuery,
 from sources.catalog.refs import KINDS
 from sources.db import Executor
 
-__all__ = ["Order", "SortKey", "keyset_sql", "list_entities", "relevance_sql"]
+__all__ = ["Order", "SortKey", "keyset_sql", "list_entities", "ranked_page", "relevance_sql"]
 
 
 class Order(Enum):
@@ -139,15 +139,43 @@ limit {size} offset {skip}
 
 def relevance_sql(where: str, n: int, rank: str) -> str:
     """Title and name matches weigh most; an exact name beats everything. $n+1 the search
-    text, $n+2 the offset, $n+3 the page size; ``rank`` the parameter of the tsquery."""
+    text, $n+2 the offset, $n+3 the page size; ``rank`` the parameter of the tsquery.
+
+    Every match is ranked to find a page, so the same pass counts them: each row also carries
+    the number of matches (``total``), and a count of its own would read every match again.
+    The pass keeps only what ranks a match (its id, keys and ref; the inner query is fenced
+    so the rank is computed before the count, not carried as the whole text vector), and the
+    page's entities are read by id afterwards."""
     return f"""
-select {COLUMNS} from entities e
-where {where}
-order by (lower(e.name) = ${n + 1}) desc,
-         ts_rank(e.search, to_tsquery('english', {rank})) desc,
-         e.ref
-offset ${n + 2} limit ${n + 3}
+select {COLUMNS}, r.total from (
+    select m.id, m.exact, m.score, m.ref, count(*) over () as total
+    from (
+        select e.id, lower(e.name) = ${n + 1} as exact,
+               ts_rank(e.search, to_tsquery('english', {rank})) as score, e.ref
+        from entities e
+        where {where}
+        offset 0
+    ) m
+    order by m.exact desc, m.score desc, m.ref
+    offset ${n + 2} limit ${n + 3}
+) r
+join entities e on e.id = r.id
+order by r.exact desc, r.score desc, r.ref
 """
+
+
+async def ranked_page(
+    db: Executor, where: Where, search: SearchQuery, *, start: int, limit: int
+) -> tuple[list[EntityRecord], int | None]:
+    """A page of the matches of a search by relevance, from the ``start``-th, and how many
+    matches there are in all (None when the page is empty: past the last match, or none)."""
+    if where.sql == NOTHING.sql:
+        return [], 0
+    if where.rank is None:
+        raise ValueError("relevance order needs a search")
+    sql = relevance_sql(where.sql, len(where.params), where.rank)
+    rows = await db.fetch(sql, *where.params, search.text.strip().lower(), start, limit)
+    return [EntityRecord.from_row(r) for r in rows], rows[0]["total"] if rows else None
 
 
 async def list_entities(
@@ -167,12 +195,11 @@ async def list_entities(
         return []
     n = len(where.params)
     if order is Order.RELEVANCE:
-        if search is None or where.rank is None:
+        if search is None:
             raise ValueError("relevance order needs a search")
         start = (after if isinstance(after, int) else 0) + offset
-        sql = relevance_sql(where.sql, n, where.rank)
-        rows = await db.fetch(sql, *where.params, search.text.strip().lower(), start, limit)
-        return [(EntityRecord.from_row(r), None) for r in rows]
+        records, _ = await ranked_page(db, where, search, start=start, limit=limit)
+        return [(record, None) for record in records]
     key, ref = after if isinstance(after, tuple) else (None, None)
     sort = order.key
     if sort is None:

@@ -93,7 +93,9 @@ class Placeholders:
         it and ``root`` the tree being imported (None for text sent through the API: then only
         URLs can be read)."""
         found = Substituted(document)
-        found.document = self._walk(document, "", base, root, found)
+        # Most documents have none: taken as they are, not copied (documents are read-only).
+        if next(iter(_placeholders_in(document)), None) is not None:
+            found.document = self._walk(document, "", base, root, found)
         return found
 
     def _walk(

@@ -10,6 +10,7 @@ from typing import Any, Final
 
 import asyncpg
 
+from sources.catalog.refs import KINDS
 from sources.catalog.vocabulary import corrections
 from sources.db import Executor
 
@@ -81,6 +82,8 @@ class Where:
     """A condition on the entity ``e`` with its parameters ($1..$n, in order): what lists,
     counts and facets read. ``kinds`` are the only kinds it can match (None: any);
     ``kinds_only`` says nothing but those kinds is asked, so the counts table can answer;
+    ``counted`` is, when nothing but those kinds and the values of one field the counts table
+    keeps is asked, that field and its values, so it can answer the total;
     ``rank`` is the parameter holding the search's tsquery, for ordering by relevance."""
 
     sql: str
@@ -88,6 +91,7 @@ class Where:
     kinds: list[str] | None = None
     kinds_only: bool = False
     rank: str | None = None
+    counted: tuple[str, list[str]] | None = None
 
 
 # What a search with nothing searchable in it matches: asked of no database.
@@ -114,6 +118,29 @@ class EntityFilter:
         """True when nothing but kinds is filtered: the precomputed counts can answer."""
         return self.params()[1:] == (None,) * 9
 
+    @property
+    def counted(self) -> tuple[str, list[str]] | None:
+        """The counts table's field and the values asked of it, when the filter asks nothing
+        but kinds and one such field: then the table's counts sum to the total exactly. An
+        entity has one value of each field but tags, so any of several values of them, but
+        only one tag (an entity's tags are distinct: it is counted once under each)."""
+        fields = {
+            "type": self.types,
+            "owner": self.owners,
+            "lifecycle": self.lifecycles,
+            "system": self.systems,
+            "namespace": self.namespaces,
+            "tag": self.tags,
+        }
+        asked = [(field, values) for field, values in fields.items() if values is not None]
+        others = (self.labels, self.annotations, self.refs)
+        if len(asked) != 1 or any(value is not None for value in others):
+            return None
+        field, values = asked[0]
+        if field == "tag" and len(set(values)) > 1:
+            return None
+        return field, list(dict.fromkeys(values))
+
     def params(self) -> tuple[Any, ...]:
         return (
             self.kinds,
@@ -139,6 +166,7 @@ class EntityFilter:
             kinds=self.kinds,
             kinds_only=search is None and self.kinds_only,
             rank="$11",
+            counted=self.counted if search is None else None,
         )
 
 
@@ -205,6 +233,13 @@ order by source_ref, type, target_ref
 COUNT_BY_KINDS: Final = """
 select coalesce(sum(count), 0) from facet_counts
 where field = 'kind' and ($1::text[] is null or kind = any($1))
+"""
+
+# The entities of some kinds with one of the values of one field: a look-up of the key for
+# each kind and value.
+COUNT_BY_FACET: Final = """
+select coalesce(sum(count), 0) from facet_counts
+where field = $1 and kind = any($2::text[]) and value = any($3::text[])
 """
 
 _FACET_VALUES: Final = {
@@ -285,6 +320,10 @@ async def count_entities(db: Executor, where: Where) -> int:
         return 0
     if where.kinds_only:
         return int(await db.fetchval(COUNT_BY_KINDS, where.kinds))
+    if where.counted is not None:
+        field, values = where.counted
+        kinds = where.kinds if where.kinds is not None else list(KINDS)
+        return int(await db.fetchval(COUNT_BY_FACET, field, kinds, values))
     return int(await db.fetchval(count_sql(where.sql), *where.params))
 
 

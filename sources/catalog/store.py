@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final
 
 import orjson
 
@@ -41,7 +41,17 @@ class ApplyResult:
         return changed + sorted(self.related.difference(changed))
 
 
-_EXISTING = """
+# A large batch is written a slice at a time, in one transaction: statements of bounded size
+# (a million entities' JSON is more than a statement's parameters may hold) whose triggers
+# each see a slice. Small batches are one slice, as they always were.
+ENTITY_SLICE: Final = 5_000
+RELATION_SLICE: Final = 50_000
+
+# Read without a lock: an unchanged entity is not written, and locking it would write it all
+# the same (a row lock is a mark in the row). The rows to be written are locked (in ref
+# order) and read again under the lock before anything is decided about them.
+_EXISTING = "select ref, hash, origin, managed_by from entities where ref = any($1::text[])"
+_LOCKED = """
 select ref, hash, origin, managed_by from entities where ref = any($1::text[])
 order by ref for update
 """
@@ -74,8 +84,12 @@ on conflict (ref) do update set
     spec = excluded.spec, unavailable = excluded.unavailable, hash = excluded.hash,
     origin = excluded.origin, managed_by = excluded.managed_by, updated_at = now()
 """
+# The refs at either end of the relations dropped, each once.
 _DROP_RELATIONS = """
-delete from relations where origin_ref = any($1::text[]) returning source_ref, target_ref
+with gone as (
+    delete from relations where origin_ref = any($1::text[]) returning source_ref, target_ref
+)
+select source_ref as ref from gone union select target_ref from gone
 """
 _ADD_RELATIONS = """
 insert into relations (source_ref, type, target_ref, origin_ref)
@@ -84,7 +98,7 @@ on conflict do nothing
 """
 _ORPHANS = """
 select ref, kind from entities
-where origin = any($1::text[]) and ref <> all($2::text[]) and managed_by = $3
+where origin = any($1::text[]) and not ref = any($2::text[]) and managed_by = $3
 order by ref for update
 """
 _DELETE = "delete from entities where ref = any($1::text[])"
@@ -140,7 +154,18 @@ async def apply_batch(
     async with db.transaction() as tx:
         if complete:
             await tx.execute(_ORIGIN_LOCKS, complete)
-        existing = {r["ref"]: r for r in await tx.fetch(_EXISTING, list(incoming))}
+        existing = await _rows(tx, _EXISTING, list(incoming))
+        changing = sorted(
+            ref
+            for ref, (origin, entity) in incoming.items()
+            if ref in existing and not _unchanged(existing[ref], origin, entity)
+        )
+        locked = await _rows(tx, _LOCKED, changing)
+        for ref in changing:  # as they are under the lock; gone if deleted meanwhile
+            if ref in locked:
+                existing[ref] = locked[ref]
+            else:
+                del existing[ref]
         to_write: list[tuple[str, Entity]] = []
         for ref, (origin, entity) in incoming.items():
             row = existing.get(ref)
@@ -153,12 +178,7 @@ async def apply_batch(
                         f"{ref} is managed by {row['managed_by']} and cannot be changed here",
                     )
                 )
-            elif (
-                row is not None
-                and row["hash"] == entity.hash
-                and row["origin"] == origin
-                and not entity.unavailable
-            ):
+            elif row is not None and _unchanged(row, origin, entity):
                 result.unchanged.append(ref)
             else:
                 (result.updated if row is not None else result.created).append(ref)
@@ -176,14 +196,29 @@ async def apply_batch(
             result.unavailable = [u for u in batch.unavailable if (u.location, u.ref) in written]
         if doomed:
             deleted = [ref for ref, _ in doomed]
-            await tx.execute(_DELETE, deleted)
-            result.related |= _ends(await tx.fetch(_DROP_RELATIONS, deleted))
+            for start in range(0, len(deleted), ENTITY_SLICE):
+                part = deleted[start : start + ENTITY_SLICE]
+                await tx.execute(_DELETE, part)
+                result.related |= _ends(await tx.fetch(_DROP_RELATIONS, part))
             result.deleted = deleted
     return result
 
 
+def _unchanged(row: Any, origin: str, entity: Entity) -> bool:
+    return bool(row["hash"] == entity.hash and row["origin"] == origin and not entity.unavailable)
+
+
+async def _rows(tx: Executor, sql: str, refs: list[str]) -> dict[str, Any]:
+    """The rows of ``refs`` that ``sql`` reads (given refs, in slices), by ref."""
+    found: dict[str, Any] = {}
+    for start in range(0, len(refs), RELATION_SLICE):
+        for row in await tx.fetch(sql, refs[start : start + RELATION_SLICE]):
+            found[row["ref"]] = row
+    return found
+
+
 def _ends(rows: list[Any]) -> set[str]:
-    return {ref for row in rows for ref in (row["source_ref"], row["target_ref"])}
+    return {row["ref"] for row in rows}
 
 
 async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> set[str]:
@@ -191,48 +226,54 @@ async def _write(tx: Executor, items: list[tuple[str, Entity]], managed_by: str)
     dropped or added.
 
     Rows go in sorted order (entities by ref, relations by key; the facet counts' triggers
-    sort theirs too): imports running at the same time that share rows then lock them in the
-    same order, and wait for each other instead of deadlocking."""
+    sort theirs too), a slice at a time: imports running at the same time that share rows
+    then lock them in the same order, and wait for each other instead of deadlocking."""
     items = sorted(items, key=lambda item: item[1].ref)
-    entities = [e for _, e in items]
-    text_columns = (
-        "ref",
-        "kind",
-        "namespace",
-        "name",
-        "title",
-        "description",
-        "spec_type",
-        "lifecycle",
-        "owner_ref",
-        "system_ref",
+    for start in range(0, len(items), ENTITY_SLICE):
+        await _upsert(tx, items[start : start + ENTITY_SLICE], managed_by)
+    refs = [e.ref for _, e in items]
+    ends: set[str] = set()
+    for start in range(0, len(refs), ENTITY_SLICE):
+        ends |= _ends(await tx.fetch(_DROP_RELATIONS, refs[start : start + ENTITY_SLICE]))
+    relations = sorted(
+        (r.source_ref, r.type, r.target_ref, e.ref) for _, e in items for r in e.relations
     )
-    json_columns = ("tags", "labels", "annotations", "links", "spec", "unavailable")
+    ends.update(ref for r in relations for ref in (r[0], r[2]))
+    for start in range(0, len(relations), RELATION_SLICE):
+        part = relations[start : start + RELATION_SLICE]
+        await tx.execute(_ADD_RELATIONS, *(list(column) for column in zip(*part, strict=True)))
+    await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))
+    return ends
+
+
+_TEXT_COLUMNS: Final = (
+    "ref",
+    "kind",
+    "namespace",
+    "name",
+    "title",
+    "description",
+    "spec_type",
+    "lifecycle",
+    "owner_ref",
+    "system_ref",
+)
+_JSON_COLUMNS: Final = ("tags", "labels", "annotations", "links", "spec", "unavailable")
+
+
+async def _upsert(tx: Executor, items: list[tuple[str, Entity]], managed_by: str) -> None:
+    entities = [e for _, e in items]
     await tx.execute(
         _UPSERT,
-        *([getattr(e, column) for e in entities] for column in text_columns),
-        *([orjson.dumps(getattr(e, column)).decode() for e in entities] for column in json_columns),
+        *([getattr(e, column) for e in entities] for column in _TEXT_COLUMNS),
+        *(
+            [orjson.dumps(getattr(e, column)).decode() for e in entities]
+            for column in _JSON_COLUMNS
+        ),
         [e.hash for e in entities],
         [origin for origin, _ in items],
         managed_by,
     )
-    refs = [e.ref for _, e in items]
-    ends = _ends(await tx.fetch(_DROP_RELATIONS, refs))
-    relations = sorted(
-        ((r, e.ref) for _, e in items for r in e.relations),
-        key=lambda pair: (pair[0].source_ref, pair[0].type, pair[0].target_ref),
-    )
-    ends.update(ref for r, _ in relations for ref in (r.source_ref, r.target_ref))
-    if relations:
-        await tx.execute(
-            _ADD_RELATIONS,
-            [r.source_ref for r, _ in relations],
-            [r.type for r, _ in relations],
-            [r.target_ref for r, _ in relations],
-            [origin for _, origin in relations],
-        )
-    await record_terms(tx, (text for _, e in items for text in (e.name, e.title)))
-    return ends
 
 
 _DELETE_ONE = "delete from entities where ref = $1 and managed_by = 'catalog' returning ref"

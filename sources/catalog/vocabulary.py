@@ -65,11 +65,20 @@ async def record_terms(tx: Executor, texts: Iterable[str | None]) -> int:
 
 
 # Similarity as pg_trgm computes it: shared / (|a| + |b| - shared). A word that begins a known
-# term is being typed, not misspelt, and gets no corrections.
+# term is being typed, not misspelt, and gets no corrections. Terms that begin with a word sort
+# right after it, byte by byte: the first term from the word on (one step of the prefix
+# index, text_pattern_ops) begins with it when any does.
 _CORRECTIONS = """
-with q as (
+with typed as (
+    select w.word from (select distinct word from unnest($1::text[]) as w(word)) w
+    where starts_with(
+        (select t.term from search_terms t where t.term ~>=~ w.word order by t.term using ~<~
+         limit 1),
+        w.word)
+),
+q as (
     select * from unnest($1::text[], $2::text[], $3::smallint[]) as q(word, trigram, n)
-    where not exists (select 1 from search_terms t where t.term like q.word || '%')
+    where q.word not in (select word from typed)
 ),
 shared as (
     select q.word, t.term, count(*) as shared, min(q.n) as n

@@ -62,3 +62,101 @@ def test_two_migrations_with_one_number_are_refused(tmp_path: Path) -> None:
     write(tmp_path, "0001_b.sql", "")
     with pytest.raises(MigrationError, match="share a number"):
         read_migrations("demo", tmp_path)
+
+
+ONLINE_BUILD = """-- atrium: online
+-- A comment; then the statements, one per semicolon.
+create index concurrently if not exists things_n on things (n);
+analyze things;
+"""
+
+
+async def test_an_online_migration_builds_its_index_outside_a_transaction(
+    db: Database, tmp_path: Path
+) -> None:
+    write(tmp_path, "0001_table.sql", "create table things (n int); insert into things values (1);")
+    write(tmp_path, "0002_index.sql", ONLINE_BUILD)
+    migrations = read_migrations("demo", tmp_path)
+    assert [m.online for m in migrations] == [False, True]
+    assert migrations[1].statements() == [
+        "create index concurrently if not exists things_n on things (n)",
+        "analyze things",
+    ]
+    # Inside a transaction, PostgreSQL would have refused it.
+    assert [m.name for m in await apply_migrations(db, migrations)] == ["table", "index"]
+    assert await db.fetchval(
+        "select indisvalid from pg_index where indexrelid = 'things_n'::regclass"
+    )
+    assert await apply_migrations(db, migrations) == []
+
+
+async def test_an_interrupted_online_build_is_built_again(db: Database, tmp_path: Path) -> None:
+    """A build that failed half-way leaves an invalid index; applying the migration again
+    drops it and builds it whole (``if not exists`` alone would have kept the invalid one)."""
+    write(
+        tmp_path,
+        "0001_table.sql",
+        "create table things (n int); insert into things values (1), (1);",
+    )
+    migrations = read_migrations("demo", tmp_path)
+    await apply_migrations(db, migrations)
+    with pytest.raises(Exception, match="could not create unique index"):
+        await db.execute("create unique index concurrently things_n on things (n)")
+    await db.execute("delete from things where ctid = (select min(ctid) from things)")
+    assert not await db.fetchval(
+        "select indisvalid from pg_index where indexrelid = 'things_n'::regclass"
+    )
+    write(
+        tmp_path,
+        "0002_index.sql",
+        "-- atrium: online\ncreate unique index concurrently if not exists things_n on things (n);\n",
+    )
+    await apply_migrations(db, read_migrations("demo", tmp_path))
+    assert await db.fetchval(
+        "select indisvalid from pg_index where indexrelid = 'things_n'::regclass"
+    )
+
+
+@pytest.mark.parametrize(
+    "statement",
+    [
+        "create index things_n on things (n);",
+        "create index concurrently things_n on things (n);",
+        "drop index concurrently things_n;",
+        "alter table things add column m int;",
+    ],
+)
+def test_an_online_migration_holds_only_statements_that_may_run_again(
+    tmp_path: Path, statement: str
+) -> None:
+    write(tmp_path, "0001_online.sql", f"-- atrium: online\n{statement}\n")
+    with pytest.raises(MigrationError, match="demo/0001_online is online"):
+        read_migrations("demo", tmp_path)
+
+
+async def test_replicas_starting_together_build_an_online_index_once(
+    database_url: str, tmp_path: Path
+) -> None:
+    write(
+        tmp_path,
+        "0001_table.sql",
+        "create table things (n int); insert into things select generate_series(1, 50000);",
+    )
+    write(tmp_path, "0002_index.sql", ONLINE_BUILD)
+    migrations = read_migrations("race", tmp_path)
+    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(3)]
+    try:
+        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
+        valid = await replicas[0].fetchval(
+            "select indisvalid from pg_index where indexrelid = 'things_n'::regclass"
+        )
+        recorded = await replicas[0].fetchval(
+            "select count(*) from atrium_migrations where scope = 'race' and version = 2"
+        )
+    finally:
+        for replica in replicas:
+            await replica.close()
+    assert valid and recorded == 1
+    # Each migration is told as applied by one replica, the one that recorded it.
+    names = sorted(m.name for r in results for m in r)
+    assert names == ["index", "table"]

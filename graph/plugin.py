@@ -31,7 +31,10 @@ fails when two plugins provide one name, or a needed service has no provider. A 
 also serve HTTP endpoints of its own under ``/hooks/`` (webhook receivers) with ``route``;
 what it writes there, it announces with ``announce_changes``, which drops cached answers
 tagged with those keys in every replica and wakes ``follow_changes`` listeners (a
-subscription) wherever they run.
+subscription) wherever they run. A subscription many follow at once shares one upstream per
+key through a ``Fanout`` (one change listener, one log follow), each subscriber reading its own
+bounded ``Mailbox``; one that falls too far behind gets ``SubscriberTooSlow`` and its
+connection is closed.
 
 A plugin may say what needs attention about a team's entities (``attention``): a provider is
 given the refs of what a person's or a group's teams own and answers ``AttentionItem``s (a
@@ -61,6 +64,7 @@ from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
+from graph.fanout import Fanout, Mailbox, SubscriberTooSlow
 from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import Settings
 from loaders.cache import Caches, MultiLevelCache, json_codec
@@ -90,11 +94,13 @@ __all__ = [
     "Demo",
     "Entity",
     "EntityOwner",
+    "Fanout",
     "GaugeSource",
     "Info",
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
+    "Mailbox",
     "MultiLevelCache",
     "PagePanel",
     "Plugin",
@@ -104,6 +110,7 @@ __all__ = [
     "SchemaExtension",
     "ServiceMissing",
     "Settings",
+    "SubscriberTooSlow",
     "Target",
     "User",
     "UserError",

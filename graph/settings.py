@@ -145,6 +145,11 @@ class Settings(BaseSettings):
     # balancers 600 s want more), so that the balancer closes an idle connection, never Atrium
     # just as the balancer sends a request on it (that request would be lost).
     keep_alive_timeout: int = Field(default=KEEP_ALIVE_TIMEOUT, ge=1)
+    # Messages a subscription's connection may leave waiting (its client reads more slowly
+    # than events come): past it the connection is closed with 1013 (Try Again Later), which
+    # the console's client answers by connecting again. Also what one subscriber of a shared
+    # upstream may leave unread.
+    subscription_queue: int = Field(default=256, ge=1)
 
     # The console's build (Vite's manifest, hashed assets, the persisted-query manifest), as
     # `make web` writes it. Unset: web/dist of the checkout Atrium runs from. Missing: the API

@@ -4,13 +4,12 @@ subscription (the mutations are ``plugins.deployments.mutations``)."""
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from datetime import datetime, timedelta
+from datetime import datetime
 from typing import Any, Final
 
 from strawberry import relay
 
 from graph.plugin import (
-    EVERYTHING,
     CacheControl,
     CacheScope,
     Info,
@@ -18,11 +17,11 @@ from graph.plugin import (
     entities_owned_by,
     entity,
     entity_owner,
-    follow_changes,
     owner_refs,
     strawberry,
     viewer_may_change,
 )
+from plugins.deployments.live import follow_component
 from plugins.deployments.model import DeployState
 from plugins.deployments.promote import blocker
 from plugins.deployments.queries import (
@@ -64,7 +63,6 @@ __all__ = [
 ]
 
 MAX_DAYS: Final = 366
-LOOK_BACK: Final = timedelta(minutes=1)
 
 
 def deployments_of(info: Info) -> Deployments:
@@ -308,35 +306,17 @@ class DeploymentSubscription:
     )
     async def component_deploys(self, info: Info, component: str) -> AsyncGenerator[Deploy, None]:
         ref = await component_ref(info, component)
-        db = info.context.db
-        key = f"{CHANGE_PREFIX}{ref}"
-        changes = follow_changes(info.context, key)  # listening from here on
-        # A catch-up first: what changed in the last minute (a deploy that moved on while the
+        # One listener and one read per change for all of the component's subscribers; a
+        # catch-up first (what changed in the last minute: a deploy that moved on while the
         # client was subscribing), then each change as it comes.
+        follow = follow_component(
+            deployments_of(info).live,
+            info.context.db,
+            ref,
+            info.context.settings.subscription_queue,
+        )
         try:
-            since = await db.fetchval("select now()") - LOOK_BACK
-            seen: set[tuple[int, datetime]] = set()
-            keys = [key]
-            while True:
-                if key in keys or EVERYTHING in keys:
-                    rows = await db.fetch(
-                        f"select {DEPLOY_COLUMNS}, d.updated_at from deployment_deploys d"
-                        " join deployment_releases r on r.id = d.release_id"
-                        " where d.component_ref = $1 and d.updated_at >= $2"
-                        " order by d.updated_at, d.id",
-                        ref,
-                        since,
-                    )
-                    for row in rows:
-                        # A transaction's now() is when it began: look back to that, and skip what
-                        # was already sent.
-                        if (row["id"], row["updated_at"]) in seen:
-                            continue
-                        seen.add((row["id"], row["updated_at"]))
-                        yield Deploy(row=DeployRow.of(row))
-                    if rows:  # what began more than a minute before the newest change is done
-                        since = max(since, rows[-1]["updated_at"] - LOOK_BACK)
-                        seen = {item for item in seen if item[1] >= since}
-                keys = await anext(changes)
+            async for row in follow:
+                yield Deploy(row=row)
         finally:
-            await changes.aclose()
+            await follow.aclose()

@@ -22,6 +22,7 @@ import orjson
 
 from graph.plugin import (
     Context,
+    Fanout,
     ServiceMissing,
     UserError,
     Viewer,
@@ -32,6 +33,7 @@ from graph.plugin import (
     service,
 )
 from plugins.deployments.events import from_atrium, from_github
+from plugins.deployments.live import deploy_fanout
 from plugins.deployments.model import Incoming, IncomingRelease
 from plugins.deployments.pipelines import Pipeline, PipelineError, Stage, declared, stored
 from plugins.deployments.settings import DeploymentSettings
@@ -97,6 +99,11 @@ class Deployments:
     tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     # Whether the catalog may have changed since waiting events were last tried.
     catalog_changed: bool = True
+    # The componentDeploys subscriptions: one upstream per component (``live``).
+    live: Fanout[str, Any] = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.live = deploy_fanout(self.services)
 
     # Reading.
 

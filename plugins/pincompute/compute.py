@@ -12,6 +12,7 @@ from typing import Any
 
 from kubernetes_asyncio.client.exceptions import ApiException
 
+from graph.plugin import Fanout
 from plugins.pincompute.clusters import Cluster, connect_clusters
 from plugins.pincompute.informer import GROUP, VERSION, Informer, Resource
 from plugins.pincompute.settings import ComputeSettings
@@ -35,6 +36,10 @@ class ComputeError(Exception):
     """A cluster refused or failed a call; the message says which and why."""
 
 
+def _started_by_subscriber(pod: tuple[str, str, str]) -> Any:
+    raise AssertionError(f"the follow of {pod} is made by its first subscriber")
+
+
 @dataclass(slots=True)
 class Compute:
     settings: ComputeSettings
@@ -43,6 +48,10 @@ class Compute:
     pinscalers: ObjectStore = field(default_factory=lambda: ObjectStore("PinScaler"))
     informers: list[Informer] = field(default_factory=list)
     # (cluster, namespace, kind) → (fetched at, items): pods and events, briefly cached.
+    # Pods' logs followed, one follow a pod for every subscriber (``logs.PodFollow``).
+    follows: Fanout[tuple[str, str, str], Any] = field(
+        default_factory=lambda: Fanout(_started_by_subscriber, name="log of")
+    )
     _cache: dict[tuple[str, str, str], tuple[float, list[dict[str, Any]]]] = field(
         default_factory=dict
     )

@@ -5,6 +5,10 @@ time the kubelet took it; the lines of all pods are merged on that time. Everyth
 the lines asked for, the bytes answered, the length of a line, the pods read at once, and what a
 slow subscriber may leave waiting.
 
+A pod's log is followed once however many subscribers follow it (``PodFollow``, shared through
+``graph.plugin.Fanout``): the first subscriber's follow connects, every one takes its lines,
+and one who joins later is first given the follow's last lines (``FOLLOW_KEPT``).
+
 Following a workload starts following every pod, each from a backlog of its last lines, then
 reads the tail of each and sends it merged, then the followed lines, skipping those the tail
 held or left out as too old. A follow's connection may be made after lines were written
@@ -17,9 +21,11 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import heapq
 import re
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, Final
@@ -27,7 +33,14 @@ from typing import Any, Final
 from plugins.pincompute.compute import Compute, ComputeError
 from plugins.pincompute.store import Key
 
-__all__ = ["MAX_LINES", "LogLine", "WorkloadLog", "follow_workload", "read_workload"]
+__all__ = [
+    "MAX_LINES",
+    "LogLine",
+    "PodFollow",
+    "WorkloadLog",
+    "follow_workload",
+    "read_workload",
+]
 
 MAX_LINES: Final = 5_000  # lines one answer may hold
 MAX_BYTES: Final = 1_000_000  # bytes of text one answer may hold
@@ -39,6 +52,9 @@ FOLLOW_BUFFER: Final = 10_000  # lines a slow subscriber may leave waiting befor
 # between the tail's read and the follow's connection.
 FOLLOW_OVERLAP: Final = 100
 POD_RESCAN: Final = 5.0  # seconds between looks for new pods while following
+# Lines of a shared follow given to a subscriber who joins it later (they may hold lines of a
+# pod it finds at its next look for pods, written since another subscriber found it).
+FOLLOW_KEPT: Final = 1_000
 
 _STAMP = re.compile(r"(\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d)(?:\.(\d{1,9}))?(Z|[+-]\d\d:\d\d) ")
 
@@ -139,6 +155,39 @@ def bounded(lines: list[LogLine], tail: int) -> tuple[list[LogLine], bool]:
     return kept, len(kept) < len(lines)
 
 
+PodKey = tuple[str, str, str]  # cluster, namespace, pod
+
+
+class PodFollow:
+    """One follow of a pod's log, its lines published to every subscriber (unfiltered: each
+    subscriber keeps what it wants), the last ``FOLLOW_KEPT`` of them kept for those who join."""
+
+    def __init__(self, compute: Compute, pod: PodKey, tail_lines: int) -> None:
+        self._compute = compute
+        self._pod = pod
+        self._tail_lines = tail_lines
+        self._kept: deque[LogLine] = deque(maxlen=FOLLOW_KEPT)
+
+    def backlog(self) -> Iterable[LogLine]:
+        return tuple(self._kept)
+
+    async def run(self, publish: Callable[[LogLine], None]) -> None:
+        cluster, namespace, pod = self._pod
+        with contextlib.suppress(ComputeError):
+            stream = self._compute.follow_log(
+                cluster,
+                namespace,
+                pod,
+                container=None,
+                tail_lines=self._tail_lines,
+                timestamps=True,
+            )
+            async for raw in stream:
+                for line in parse(pod, raw, None):
+                    self._kept.append(line)
+                    publish(line)
+
+
 async def follow_workload(
     compute: Compute,
     key: Key,
@@ -151,37 +200,30 @@ async def follow_workload(
     A line with pod ``""`` tells of lines dropped for a subscriber reading too slowly."""
     queue: asyncio.Queue[LogLine] = asyncio.Queue(FOLLOW_BUFFER)
     dropped = 0
-    followers: dict[str, asyncio.Task[None]] = {}
+    followers: set[str] = set()
+    joined = contextlib.AsyncExitStack()
 
-    def put(line: LogLine) -> None:
+    def put(line: LogLine) -> bool:
         nonlocal dropped
+        if needle is not None and needle not in line.text.casefold():
+            return True
         if queue.full():
             dropped += 1
         else:
             queue.put_nowait(line)
+        return True
 
-    async def follow(pod: str, tail_lines: int) -> None:
-        with contextlib.suppress(ComputeError):
-            stream = compute.follow_log(
-                key.cluster,
-                key.namespace,
-                pod,
-                container=None,
-                tail_lines=tail_lines,
-                timestamps=True,
-            )
-            async for raw in stream:
-                for line in parse(pod, raw, needle):
-                    put(line)
-
-    def start(pods: list[str], tail_lines: int) -> None:
+    async def start(pods: list[str], tail_lines: int) -> None:
         for pod in pods:
             if pod not in followers:
-                followers[pod] = asyncio.create_task(follow(pod, tail_lines), name=f"log of {pod}")
+                followers.add(pod)
+                at: PodKey = (key.cluster, key.namespace, pod)
+                made = functools.partial(PodFollow, compute, at, tail_lines)
+                await joined.enter_async_context(compute.follows.subscribe(at, put, start=made))
 
     try:
         pods = await list_pods()
-        start(pods, FOLLOW_OVERLAP)
+        await start(pods, FOLLOW_OVERLAP)
         first = await read_workload(
             compute, key, pods, tail=tail, since_seconds=None, needle=needle
         )
@@ -203,7 +245,7 @@ async def follow_workload(
                 # A pod found later started after the subscriber came: every line it wrote
                 # before this look is new too (as many as may wait, should it be older).
                 with contextlib.suppress(ComputeError):
-                    start(await list_pods(), FOLLOW_BUFFER)
+                    await start(await list_pods(), FOLLOW_BUFFER)
                 rescan = asyncio.get_running_loop().time() + POD_RESCAN
                 continue
             if dropped:
@@ -215,9 +257,7 @@ async def follow_workload(
                 continue
             yield line
     finally:
-        for task in followers.values():
-            task.cancel()
-        await asyncio.gather(*followers.values(), return_exceptions=True)
+        await joined.aclose()
 
 
 def pod_names(items: list[dict[str, Any]]) -> list[str]:

@@ -231,11 +231,13 @@ def uvicorn_options(keep_alive: int = KEEP_ALIVE_TIMEOUT) -> dict[str, Any]:
     (the pure-Python fallbacks serve a third as many requests), through Atrium's protocol,
     which sends the hot answers itself (``atrium.http_protocol``; uvicorn's own for any other
     app), Atrium's JSON logs instead of uvicorn's, Atrium's access log (with the GraphQL
-    operation) instead of uvicorn's, and idle keep-alive connections kept ``keep_alive``
-    seconds (uvicorn's 5 s races a balancer's reuse of its idle connections)."""
+    operation) instead of uvicorn's, idle keep-alive connections kept ``keep_alive``
+    seconds (uvicorn's 5 s races a balancer's reuse of its idle connections), and websockets
+    compressed with less memory each, closed at once when too slow (``atrium.ws_protocol``)."""
     return {
         "loop": "uvloop",
         "http": "atrium.http_protocol:http_protocol",
+        "ws": "atrium.ws_protocol:AtriumWebSocketProtocol",
         "log_config": None,
         "access_log": False,
         "timeout_keep_alive": keep_alive,

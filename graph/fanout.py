@@ -63,6 +63,11 @@ class Fanout(Generic[K, T]):
     def upstreams(self) -> int:
         return len(self._hubs)
 
+    def upstream(self, key: K) -> Upstream[T] | None:
+        """The key's upstream while someone subscribes to it."""
+        hub = self._hubs.get(key)
+        return hub.upstream if hub is not None else None
+
     def subscribers(self, key: K) -> int:
         hub = self._hubs.get(key)
         return len(hub.sinks) if hub is not None else 0

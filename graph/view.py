@@ -67,6 +67,7 @@ from graph.http_output import (
 from graph.persisted import Document, PersistedQueryMiss
 from graph.services import Services
 from graph.types import Receive, Scope, Send
+from graph.ws_outbox import Outbox
 from loaders import responses as kept_answers
 from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_answer_key
 from sources.auth import Viewer
@@ -343,7 +344,8 @@ async def _ide(scope: Scope, receive: Receive, send: Send, services: Services) -
 def subscriptions(services: Services) -> Any:
     """Subscriptions over websockets (the graphql-transport-ws protocol), with the same context
     and viewer as HTTP requests, and the same documents: a persisted hash runs what it names,
-    and in production only trusted documents run."""
+    and in production only trusted documents run. A client too slow for what it is sent is
+    closed with 1013 (``graph.ws_outbox``)."""
     from strawberry.asgi import GraphQL
     from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
     from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -351,7 +353,9 @@ def subscriptions(services: Services) -> Any:
     )
     from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
 
-    class PersistedSubscriptions(BaseGraphQLTransportWSHandler[Context, None]):
+    class PersistedSubscriptions(Outbox, BaseGraphQLTransportWSHandler[Context, None]):
+        outbox_limit = services.settings.subscription_queue
+
         async def handle_subscribe(self, message: Any) -> None:
             payload = message.get("payload") or {}
             if self.connection_acknowledged and message.get("id") not in self.operations:

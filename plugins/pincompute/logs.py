@@ -239,8 +239,11 @@ async def follow_workload(
         rescan = asyncio.get_running_loop().time() + POD_RESCAN
         while True:
             wait = rescan - asyncio.get_running_loop().time()
+            # Not asyncio.wait_for: on Python 3.11 it swallows a cancellation that comes as a
+            # line does, and the subscription would outlive its connection.
             try:
-                line = await asyncio.wait_for(queue.get(), timeout=max(wait, 0))
+                async with asyncio.timeout(max(wait, 0)):
+                    line = await queue.get()
             except TimeoutError:
                 # A pod found later started after the subscriber came: every line it wrote
                 # before this look is new too (as many as may wait, should it be older).

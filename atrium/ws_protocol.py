@@ -1,0 +1,88 @@
+"""uvicorn's websocket protocol (websockets' sans-I/O one) with Atrium's compression and a way
+to close a connection that cannot take what it is sent.
+
+**Compression.** permessage-deflate, as every browser offers it, with a smaller window and
+less zlib memory than uvicorn's (``server_max_window_bits=12``, ``memLevel=5``: some 38 kB a
+connection for its compressor, kept as long as the connection, since each message is
+compressed with the context of those before): a 1 kB window both ways and ``memLevel=2``, some
+12 kB. Subscription messages are a few hundred bytes each, and most of what makes one
+compress well is the one before it (the same keys, the same values), which a 1 kB window
+still holds: twenty deploys of a component compress to the same bytes as with uvicorn's
+settings; a 512-byte window lost most of that. uvicorn's options cannot set these, hence this
+class, named by ``atrium.cli.uvicorn_options``.
+
+**Closing a slow consumer.** ``graph.view`` closes a subscription's connection when its client
+falls too far behind. uvicorn's own close waits, like every send, until the socket takes
+writes again, which a client that reads nothing never lets happen. ``close_now`` (in the
+scope's ``extensions`` under ``graph.ws_outbox.CLOSE_NOW``) puts the close frame behind what
+is already buffered at once, tells the app the connection is gone, and drops the connection
+``ABORT_AFTER`` seconds later if the client has not read its way to the close by then.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Final
+
+from uvicorn.config import Config
+from uvicorn.protocols.websockets.websockets_sansio_impl import WebSocketsSansIOProtocol
+from uvicorn.server import ServerState
+from websockets.extensions.permessage_deflate import ServerPerMessageDeflateFactory
+from websockets.server import ServerProtocol
+
+from graph.ws_outbox import CLOSE_NOW, WRITABLE
+
+__all__ = [
+    "ABORT_AFTER",
+    "DEFLATE_MEM_LEVEL",
+    "DEFLATE_WINDOW_BITS",
+    "AtriumWebSocketProtocol",
+]
+
+DEFLATE_WINDOW_BITS: Final = 10  # 1 kB, both ways
+DEFLATE_MEM_LEVEL: Final = 2
+ABORT_AFTER: Final = 5.0
+
+
+class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
+    def __init__(
+        self,
+        config: Config,
+        server_state: ServerState,
+        app_state: dict[str, Any],
+        _loop: asyncio.AbstractEventLoop | None = None,
+    ) -> None:
+        super().__init__(config, server_state, app_state, _loop)
+        if config.ws_per_message_deflate:
+            self.conn = ServerProtocol(
+                extensions=[
+                    ServerPerMessageDeflateFactory(
+                        server_max_window_bits=DEFLATE_WINDOW_BITS,
+                        client_max_window_bits=DEFLATE_WINDOW_BITS,
+                        compress_settings={"memLevel": DEFLATE_MEM_LEVEL},
+                    )
+                ],
+                max_size=config.ws_max_size,
+                logger=self.conn.logger,
+            )
+
+    def handle_connect(self, event: Any) -> None:
+        super().handle_connect(event)
+        extensions: dict[str, Any] = self.scope["extensions"]
+        extensions[CLOSE_NOW] = self.close_now
+        extensions[WRITABLE] = self.can_write
+
+    def can_write(self) -> bool:
+        """Whether a send now goes out at once (the socket takes writes)."""
+        return self.writable.is_set() and not self.disconnected
+
+    def close_now(self, code: int, reason: str) -> None:
+        """Close with ``code`` and ``reason`` without waiting for the socket to take writes."""
+        if self.close_sent or self.disconnected or self.transport.is_closing():
+            return
+        self.queue.put_nowait({"type": "websocket.disconnect", "code": code, "reason": reason})
+        self.conn.send_close(code, reason)
+        self.transport.write(b"".join(self.conn.data_to_send()))
+        self.close_sent = True
+        self.stop_keepalive()
+        self.close_timer = self.loop.call_later(ABORT_AFTER, self.transport.abort)

@@ -1,14 +1,17 @@
 """uvicorn's websocket protocol (websockets' sans-I/O one) with Atrium's compression and a way
 to close a connection that cannot take what it is sent.
 
-**Compression.** permessage-deflate, as every browser offers it, with a smaller window and
-less zlib memory than uvicorn's (``server_max_window_bits=12``, ``memLevel=5``: some 38 kB a
-connection for its compressor, kept as long as the connection, since each message is
-compressed with the context of those before): a 1 kB window both ways and ``memLevel=2``, some
-12 kB. Subscription messages are a few hundred bytes each, and most of what makes one
-compress well is the one before it (the same keys, the same values), which a 1 kB window
-still holds: twenty deploys of a component compress to the same bytes as with uvicorn's
-settings; a 512-byte window lost most of that. uvicorn's options cannot set these, hence this
+**Compression.** permessage-deflate, as every browser offers it, without context takeover
+either way: each message is compressed (and each of the client's decompressed) on its own, its
+zlib state made for it and freed after it, so that an idle subscription holds none. uvicorn's
+settings keep a compressor for the connection's life (``server_max_window_bits=12``,
+``memLevel=5``: some 38 kB a connection, and 7 kB more for the decompressor), which made
+compression cost more memory than the rest of a subscription; a 1 kB window and
+``memLevel=2``, kept with context takeover, still cost 20 kB (measured by the subscriptions
+benchmark: 74 kB a subscription against 54 without compression). The price is the ratio: a
+deploy's message of some 330 bytes compresses to some 215 alone, where with the messages before
+it in the window it took a few dozen; the window and memory settings now only size what each
+message allocates while it is compressed. uvicorn's options cannot set any of this, hence this
 class, named by ``atrium.cli.uvicorn_options``.
 
 **Closing a slow consumer.** ``graph.view`` closes a subscription's connection when its client
@@ -57,6 +60,8 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
             self.conn = ServerProtocol(
                 extensions=[
                     ServerPerMessageDeflateFactory(
+                        server_no_context_takeover=True,
+                        client_no_context_takeover=True,
                         server_max_window_bits=DEFLATE_WINDOW_BITS,
                         client_max_window_bits=DEFLATE_WINDOW_BITS,
                         compress_settings={"memLevel": DEFLATE_MEM_LEVEL},
@@ -68,9 +73,18 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
 
     def handle_connect(self, event: Any) -> None:
         super().handle_connect(event)
-        extensions: dict[str, Any] = self.scope["extensions"]
+        scope = getattr(self, "scope", None)  # none when the handshake was refused
+        if scope is None:
+            return
+        extensions: dict[str, Any] = scope["extensions"]
         extensions[CLOSE_NOW] = self.close_now
         extensions[WRITABLE] = self.can_write
+
+    async def send(self, message: Any) -> None:
+        await super().send(message)
+        if message["type"] == "websocket.accept":
+            # The handshake's request and response, kept for nothing from here on.
+            self.request = self.response = None  # type: ignore[assignment]
 
     def can_write(self) -> bool:
         """Whether a send now goes out at once (the socket takes writes)."""

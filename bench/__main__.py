@@ -1,6 +1,6 @@
 """``python -m bench [--quick] [--entities N] [--rounds N] [--explain] [--skip-import]
 [--only catalog|ldap|compute|serving|execution|console|deployments|observability|changes|
-replicas]
+replicas|subscriptions]
 [--users N] [--pinapps N] [--deploys N]``.
 
 Every scenario runs in turn, in ``SCENARIOS``' order, or the one ``--only`` names; each is a
@@ -26,6 +26,7 @@ from bench.observability import run_observability
 from bench.replicas import run_replicas
 from bench.run import Options, run
 from bench.serving import run_serving
+from bench.subscriptions import run_subscriptions
 
 
 @dataclass(frozen=True, slots=True)
@@ -95,6 +96,10 @@ def _changes(r: Run) -> None:
     asyncio.run(run_changes(rounds=1 if r.short else 5, seed=r.args.seed))
 
 
+def _subscriptions(r: Run) -> None:
+    asyncio.run(run_subscriptions(quick=r.args.quick))
+
+
 def _replicas(r: Run) -> None:
     asyncio.run(run_replicas(quick=r.args.quick, seed=r.args.seed, rounds=r.args.rounds))
 
@@ -110,6 +115,7 @@ SCENARIOS: Final[dict[str, Callable[[Run], None]]] = {
     "observability": _observability,
     "changes": _changes,
     "replicas": _replicas,
+    "subscriptions": _subscriptions,
 }
 
 
@@ -138,7 +144,8 @@ def parser() -> argparse.ArgumentParser:
         "--only",
         choices=tuple(SCENARIOS),
         help="run the catalog, the LDAP, the compute, the serving, the execution, the console, "
-        "the deployments, the observability, the change events or the replicas scenarios only",
+        "the deployments, the observability, the change events, the replicas or the "
+        "subscriptions scenarios only",
     )
     found.add_argument(
         "--skip-ldap", action="store_true", help="leave the LDAP scenario out (--only catalog)"

@@ -1,5 +1,5 @@
-"""permessage-deflate as a browser offers it, answered with Atrium's window and memory
-settings (``atrium.ws_protocol``), through the server ``atrium serve`` runs."""
+"""permessage-deflate as a browser offers it, answered without context takeover and with
+Atrium's window (``atrium.ws_protocol``), through the server ``atrium serve`` runs."""
 
 from __future__ import annotations
 
@@ -41,7 +41,8 @@ async def test_a_browsers_offer_gets_the_small_window(make_client: AppFactory) -
         ) as ws:
             assert ws.response is not None
             assert ws.response.headers["Sec-WebSocket-Extensions"] == (
-                f"permessage-deflate; server_max_window_bits={DEFLATE_WINDOW_BITS}; "
+                "permessage-deflate; server_no_context_takeover; client_no_context_takeover; "
+                f"server_max_window_bits={DEFLATE_WINDOW_BITS}; "
                 f"client_max_window_bits={DEFLATE_WINDOW_BITS}"
             )
             await ws.send(orjson.dumps({"type": "connection_init"}).decode())

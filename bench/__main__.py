@@ -97,7 +97,7 @@ def _changes(r: Run) -> None:
 
 
 def _subscriptions(r: Run) -> None:
-    asyncio.run(run_subscriptions(quick=r.args.quick))
+    asyncio.run(run_subscriptions(quick=r.short))
 
 
 def _replicas(r: Run) -> None:

@@ -28,7 +28,9 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         cwd=ROOT,
         capture_output=True,
         text=True,
-        timeout=480,  # every scenario, the replicas behind HAProxy included
+        # Every scenario, the replicas behind HAProxy and the subscriptions' two replicas
+        # included.
+        timeout=720,
         env={**os.environ, "ATRIUM_BENCH_DATABASE_URL": pg_admin_url},
     )
     assert result.returncode == 0, result.stdout + result.stderr
@@ -75,6 +77,10 @@ def test_bench_runs_on_a_small_catalog(pg_admin_url: str) -> None:
         "3 replicas",
         "capacity (from 1 replica, which has a core to itself)",
         "Redis commands per request by command",
+        # Subscriptions on one replica: memory each, an event's time to the last subscriber.
+        "subscriptions: 400 on one replica",
+        "target: at most 50 kB a subscription with permessage-deflate",
+        "target: an event reaches the last subscriber within 2 s without compression",
     ):
         assert scenario in result.stdout
     # The warm metrics cache answered every cached panel: Prometheus was asked nothing.

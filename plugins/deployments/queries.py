@@ -257,13 +257,11 @@ class DoraFigures:
 
 
 # The components owned (their refs, or their owners' refs joined to the catalog, from the owner
-# index; those never deployed, which have no counts, left out), then their production deploys
-# in the window from the covering partial index (component_ref, finished_at) include (state,
-# commit_time): index-only probes.
+# index), then their production deploys in the window from the covering partial index
+# (component_ref, finished_at) include (state, commit_time): index-only probes.
 _DORA: Final = """
 with owned as materialized (
-    select e.ref from entities e where e.owner_ref = any($3::text[]) and e.kind = 'Component'
-      and exists (select from deployment_deploy_counts c where c.component_ref = e.ref)
+    select ref from entities where owner_ref = any($3::text[]) and kind = 'Component'
     union
     select unnest($1::text[])
 ),

@@ -10,9 +10,11 @@ from typing import Any
 import pytest
 
 from plugins.deployments import DeploymentsPlugin
+from plugins.deployments.plugin import MIGRATIONS
 from plugins.deployments.settings import DeploymentSettings
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
+from sources.migrations import read_migrations
 from tests.conftest import AppFactory, Client
 
 COUNTED = """
@@ -164,3 +166,11 @@ async def test_the_component_pages_statements_do_not_grow_with_its_stages_or_dep
     assert stages["s5"]["rollbackTo"]["version"] == "1.0"
     assert stages["s5"]["waiting"] == [{"version": "3.0"}]
     assert few == many, (few, many)
+
+
+def test_the_index_on_the_deploys_is_built_online() -> None:
+    """An index added to the deploys (millions of rows) is built concurrently: writes go on."""
+    found = {m.version: m for m in read_migrations("deployments", MIGRATIONS)}
+    assert found[4].online
+    assert all("concurrently" in s for s in found[4].statements())
+    assert not found[3].online  # tables and triggers, in one transaction

@@ -79,9 +79,9 @@ def copy_rows(table: str, records: list[Any], columns: Sequence[str]) -> Job:
     return job
 
 
-def run_sql(sql: str) -> Job:
+def run_sql(sql: str, *args: Any) -> Job:
     async def job(conn: asyncpg.Connection) -> None:
-        await conn.execute(sql)
+        await conn.execute(sql, *args)
 
     return job
 

@@ -1,10 +1,11 @@
 """The deployments scenario: the deployments plugin over a catalog with a long deploy history.
 
 A fifth of the catalog's components get deploys (4 per catalog entity by default) over 90 days
-(``bench.deployments_history``). Timed: the component page (pipeline, last 20 deploys) of the
-component with the most deploys and 90 days of DORA figures of the group owning the most
-deployed components, in process against a plain endpoint answering the same bytes
-(``bench.harness.inprocess``), response cache off; and webhook ingestion: GitHub
+(``bench.deployments_history``). Timed: the component page (pipeline with what a rollback
+would deploy, last 20 deploys) of the component with the most deploys and 90 days of DORA
+figures of the group owning the most deployed components, in process against a plain endpoint
+answering the same bytes (``bench.harness.inprocess``), response cache off, each held to 50 ms
+of the server's time at p50 and p99; and webhook ingestion: GitHub
 ``deployment_status`` deliveries from a load process over 16 connections, to Atrium under
 uvicorn and to a floor on the same stack that only checks the signature, rounds alternating
 (``bench.deployments_webhooks``).
@@ -36,7 +37,7 @@ query ComponentDeploys($ref: String!) {
   entity(ref: $ref) {
     ... on Component {
       pipeline { stages { name current { id state release { version } } latest { id state }
-                          waiting { version } } }
+                          waiting { version } rollbackTo { version } } }
       deployments(first: 20) { totalCount edges { node {
         id state stage actor startedAt finishedAt isRollback
         release { version commitSha artifact } } } }
@@ -52,6 +53,8 @@ query TeamDora($team: String!) {
   }
 }
 """
+# Both held to it at the server's p50 and p99, uncached (issue 25: ten million deploys).
+TARGET_MS: Final = 50.0
 _TEAM: Final = """
 select owner_ref, count(*) as count from entities where ref = any($1::text[])
   and owner_ref like 'group:%' group by owner_ref order by count desc, owner_ref limit 1
@@ -122,17 +125,23 @@ async def run_deployments(options: Options, *, deploys: int, short: bool) -> Non
                 f"({team['count']} deployed components owned directly, more in its subgroups)"
             )
             page = Scenario(
-                "component page", 20, COMPONENT_PAGE, {"ref": busiest}, _page_check(most)
+                "component page", TARGET_MS, COMPONENT_PAGE, {"ref": busiest}, _page_check(most)
             )
-            dora = Scenario("team DORA, 90 days", 100, TEAM_DORA, {"team": team[0]}, _dora_check)
+            dora = Scenario(
+                "team DORA, 90 days", TARGET_MS, TEAM_DORA, {"team": team[0]}, _dora_check
+            )
             with frozen_heap():  # what was loaded lives for the run
                 rounds, warmup, budget_s = options.rounds, options.warmup, options.budget_s
                 results = await measure(
                     app, [page, dora], rounds=rounds, warmup=warmup, budget_s=budget_s
                 )
             print_measurements(
-                results, answer=_answer, separator="; ", conditions=", response cache off"
+                results,
+                answer=_answer,
+                separator="; ",
+                conditions=", response cache off",
+                server=True,
             )
-            await explain_misses(app, results, every=options.explain_all)
+            await explain_misses(app, results, every=options.explain_all, server=True)
         await run_webhooks(scratch.url, secret, history.slugs, options.seed, short)
     print(f"\ndeployments took {time.perf_counter() - begun:.0f} s; scratch database dropped")

@@ -1,5 +1,5 @@
 """The catalog page's state as its address says it, and the variables of its operations: the
-server's half of ``web/src/routes/catalog/url.ts`` (tests/ssr/test_present.py compares them).
+server's half of ``web/src/catalogUrl.ts`` (tests/ssr/test_present.py compares them).
 
 ``/catalog?q=pay&kind=component&owner=group:default/payments&lifecycle=production&sort=-owner
 &after=<cursor>``: the search, filters (each repeatable; ``owner=mine`` is the viewer's teams,

@@ -3,14 +3,13 @@
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import RedirectResponse, Response
 
 import ssr.catalog_url as catalog_url
-from ssr.present import KINDS, display_name, kind_label
+from ssr.present import address_problem, display_name, kind_label
 from ssr.render import Page, render
 
 __all__ = [
@@ -22,8 +21,6 @@ __all__ = [
     "workload_page",
 ]
 
-# Backstage's rule for names and namespaces (README, The catalog).
-NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 DESCRIPTION = (
     "Atrium: who owns what at your organisation, what runs where, and what needs attention."
 )
@@ -106,11 +103,10 @@ async def team_redirect(request: Request) -> Response:
 
 async def entity_page(request: Request) -> Response:
     params = request.path_params
+    problem = address_problem(params["namespace"], params["kind"], params["name"])
+    if problem is not None:
+        return await missing_page(request, *problem)
     namespace, kind, name = (params[k].lower() for k in ("namespace", "kind", "name"))
-    if not (NAME.match(namespace) and NAME.match(name) and len(name) <= 63):
-        return await missing_page(request, 400, "No entity can be named so.")
-    if kind not in KINDS:
-        return await missing_page(request, 404, f"The catalog has no kind “{params['kind']}”.")
     ref = f"{kind}:{namespace}/{name}"
     if kind == "group":
         return await _team_page(request, ref, name)

@@ -4,12 +4,14 @@ same cases and compares them)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 from urllib.parse import quote, unquote, urlencode
 
 __all__ = [
     "KINDS",
     "RELATION_LISTS",
+    "address_problem",
     "attention_status",
     "cluster_errors",
     "crumbs_of",
@@ -89,7 +91,7 @@ def lifecycle_tone(lifecycle: str) -> str:
 
 def entity_badges(entity: dict[str, Any]) -> list[tuple[str, str]]:
     """Kind, type and lifecycle, as badges: (text, Gestalt badge type)."""
-    badges = [(kind_label(str(entity.get("kind", ""))), "neutral")]
+    badges = [(kind_label(str(entity.get("kind") or "")), "neutral")]
     if entity.get("type"):
         badges.append((str(entity["type"]), "info"))
     lifecycle = entity.get("lifecycle")
@@ -100,8 +102,11 @@ def entity_badges(entity: dict[str, Any]) -> list[tuple[str, str]]:
 
 def crumbs_of(entity: dict[str, Any]) -> list[tuple[str, str]]:
     """The catalog, then the entity's kind in it."""
-    kind = str(entity.get("kind", "")).lower()
-    return [("/catalog", "Catalog"), (f"/catalog?kind={quote(kind)}", kind_label(kind, True))]
+    kind = str(entity.get("kind") or "").lower()
+    return [
+        ("/catalog", "Catalog"),
+        (f"/catalog?kind={quote(kind, safe='')}", kind_label(kind, True)),
+    ]
 
 
 def image_version(image: str | None) -> str:
@@ -177,7 +182,8 @@ def scaler_bounds(app: dict[str, Any]) -> str:
     scaler = app.get("scaler")
     if scaler and scaler.get("minReplicas") is not None:
         # An en dash, as a range is written.
-        return f"{scaler['minReplicas']}–{scaler.get('maxReplicas', '?')} (scaled)"  # noqa: RUF001
+        bounds = (scaler["minReplicas"], scaler.get("maxReplicas"))
+        return f"{bounds[0]}–{'?' if bounds[1] is None else bounds[1]} (scaled)"  # noqa: RUF001
     return f"{app.get('replicas') if app.get('replicas') is not None else '—'} (fixed)"
 
 
@@ -191,10 +197,25 @@ def pod_status(pod: dict[str, Any]) -> tuple[str, str]:
 
 
 def missing_search_href(path: str) -> str:
-    """The catalog searched for the last word of an address that led nowhere."""
+    """The catalog searched for the last word of an address that led nowhere (the path
+    percent-encoded, as the browser's ``location.pathname`` has it)."""
     last = path.rstrip("/").rpartition("/")[2]
     word = unquote(last).strip()
     return f"/catalog?{urlencode({'q': word})}" if word else "/catalog"
+
+
+# Backstage's rule for names and namespaces (README, The catalog).
+NAME = re.compile(r"([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]")
+
+
+def address_problem(namespace: str, kind: str, name: str) -> tuple[int, str] | None:
+    """Why an entity's address cannot name one, as (status, reason): a 400 when no entity can
+    be named so, a 404 when the catalog has no such kind; None when it could."""
+    if not (NAME.fullmatch(namespace.lower()) and NAME.fullmatch(name.lower()) and len(name) <= 63):
+        return 400, "No entity can be named so."
+    if kind.lower() not in KINDS:
+        return 404, f"The catalog has no kind “{kind}”."
+    return None
 
 
 def page_sections(

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
+from urllib.parse import quote, urlsplit
 
 import orjson
 from markupsafe import Markup
@@ -201,7 +201,8 @@ async def _respond(request: Request, page: Page) -> Response:
         | {"demoUsers": about.get("demoUsers"), "signIn": about["signIn"]},
         ref=page.ref,
         status=status,
-        request_path=request.url.path,
+        # Percent-encoded again, as the browser's location.pathname (Starlette's is decoded).
+        request_path=quote(request.url.path),
         sign_in_href=sign_in_href(request.url.path, request.url.query),
         sections=sections,
         starred=bool(((data.get("EntityViewer") or {}).get("entity") or {}).get("viewerStarred")),

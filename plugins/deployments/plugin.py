@@ -16,6 +16,7 @@ from plugins.deployments.fields import (
     GroupDeployments,
 )
 from plugins.deployments.hooks import atrium_hook, github_hook
+from plugins.deployments.loaders import ROLLBACK_LOADER, rollback_loader
 from plugins.deployments.mutations import DeploymentMutation
 from plugins.deployments.service import PLUGIN_ID, Deployments, running
 from plugins.deployments.settings import DeploymentSettings
@@ -40,6 +41,7 @@ class DeploymentsPlugin:
         builder.subscription(DeploymentSubscription)
         builder.extend_type("Component", ComponentDeployments)
         builder.extend_type("Group", GroupDeployments)
+        builder.loader(ROLLBACK_LOADER.partition(".")[2], rollback_loader)
         builder.route("/hooks/deployments/github", github_hook)
         builder.route("/hooks/deployments", atrium_hook)
         # The console: a component's pipeline and history, a team's DORA figures (the client's

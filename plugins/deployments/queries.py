@@ -24,6 +24,7 @@ __all__ = [
     "dora",
     "pipeline_state",
     "rollback_release",
+    "rollback_releases",
 ]
 
 MAX_WAITING: Final = 10
@@ -85,11 +86,16 @@ async def deploys_page(
 
 
 async def deploys_count(db: Any, where: DeployFilter) -> int:
+    """How many deploys match: without a time window, a sum of the counts the triggers keep
+    by (component, stage, state) (migration 0003); within one, counted."""
     args: list[Any] = []
     conditions = _where(where, args)
-    sql = "select count(*) from deployment_deploys d" + (
-        " where " + " and ".join(conditions) if conditions else ""
-    )
+    counted = where.since is None and where.until is None
+    sql = (
+        "select coalesce(sum(d.deploys), 0) from deployment_deploy_counts d"
+        if counted
+        else "select count(*) from deployment_deploys d"
+    ) + (" where " + " and ".join(conditions) if conditions else "")
     return int(await db.fetchval(sql, *args))
 
 
@@ -146,16 +152,22 @@ order by s.position
 
 # Releases that succeeded in the stage before and are newer than what runs here: among that
 # stage's newest successful deploys (a release is created before it is deployed, so its
-# deploys started after it), walked from the (component_ref, stage, started_at) index.
+# deploys started after it), walked from the (component_ref, stage, started_at) index. Every
+# stage at once: $2 the stage before each, $3 when what runs in it was released.
 _WAITING: Final = f"""
-select {RELEASE_COLUMNS} from deployment_releases r
-where r.id in (
-    select d.release_id from deployment_deploys d
-    where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
-      and d.started_at > coalesce($3::timestamptz, '-infinity')
-    order by d.started_at desc, d.id desc limit {MAX_WAITING * 5}
-) and r.created_at > coalesce($3::timestamptz, '-infinity')
-order by r.created_at desc, r.id desc limit {MAX_WAITING}
+select w.position, r.* from unnest($2::text[], $3::timestamptz[]) with ordinality
+    as w(before, since, position)
+cross join lateral (
+    select {RELEASE_COLUMNS} from deployment_releases r
+    where r.id in (
+        select d.release_id from deployment_deploys d
+        where d.component_ref = $1 and d.stage = w.before and d.state = 'succeeded'
+          and d.started_at > coalesce(w.since, '-infinity')
+        order by d.started_at desc, d.id desc limit {MAX_WAITING * 5}
+    ) and r.created_at > coalesce(w.since, '-infinity')
+    order by r.created_at desc, r.id desc limit {MAX_WAITING}
+) r
+order by w.position, r.release_created_at desc, r.release_id desc
 """
 
 
@@ -172,45 +184,66 @@ def _split(row: Any, columns: list[str]) -> tuple[dict[str, Any], dict[str, Any]
 
 async def pipeline_state(db: Any, ref: str, pipeline: Pipeline) -> list[StageState]:
     """Each stage's current and latest deploy (one query), and what waits to be promoted
-    into it from the stage before (a query per stage that has one)."""
+    into each stage from the one before (one query for them all): two, however many stages."""
     names = [s.name for s in pipeline.stages]
     rows = await db.fetch(_STAGES, ref, names)
-    found: list[StageState] = []
-    for index, row in enumerate(rows):
-        columns = list(row.keys())
-        current, latest = _split(row, columns)
-        current_row = DeployRow.of(current) if current["id"] is not None else None
-        latest_row = DeployRow.of(latest) if latest["id"] is not None else None
-        waiting: list[ReleaseRow] = []
-        if index > 0:
-            since = current_row.release.created_at if current_row is not None else None
-            waiting = [
-                ReleaseRow.of(r) for r in await db.fetch(_WAITING, ref, names[index - 1], since)
-            ]
-        found.append(StageState(current_row, latest_row, waiting))
-    return found
+    stages: list[tuple[DeployRow | None, DeployRow | None]] = []
+    for row in rows:
+        current, latest = _split(row, list(row.keys()))
+        stages.append(
+            (
+                DeployRow.of(current) if current["id"] is not None else None,
+                DeployRow.of(latest) if latest["id"] is not None else None,
+            )
+        )
+    waiting: list[list[ReleaseRow]] = [[] for _ in stages]
+    if len(stages) > 1:
+        since = [c.release.created_at if c is not None else None for c, _ in stages[1:]]
+        for row in await db.fetch(_WAITING, ref, names[:-1], since):
+            waiting[row["position"]].append(ReleaseRow.of(row))  # position 1: the second stage
+    return [
+        StageState(current, latest, releases)
+        for (current, latest), releases in zip(stages, waiting, strict=True)
+    ]
 
 
 # What a rollback without a named release deploys: among the stage's newest successful deploys
-# (what runs now first), the newest whose release is not the one running now.
+# (what runs now first), the newest whose release is not the one running now. For many
+# (component, stage) pairs at once, one lateral probe each.
 _ROLLBACK: Final = f"""
-with good as (
-    select d.release_id, row_number() over (
-        order by d.finished_at desc nulls last, d.id desc) as n
-    from deployment_deploys d
-    where d.component_ref = $1 and d.stage = $2 and d.state = 'succeeded'
-    order by d.finished_at desc nulls last, d.id desc limit 50
-)
-select {RELEASE_COLUMNS} from good g join deployment_releases r on r.id = g.release_id
-where g.release_id <> (select release_id from good where n = 1)
-order by g.n limit 1
+select k.position, r.* from unnest($1::text[], $2::text[]) with ordinality
+    as k(component_ref, stage, position)
+cross join lateral (
+    select {RELEASE_COLUMNS}
+    from (
+        select d.release_id, first_value(d.release_id) over newest as running,
+               row_number() over newest as n
+        from deployment_deploys d
+        where d.component_ref = k.component_ref and d.stage = k.stage and d.state = 'succeeded'
+        window newest as (order by d.finished_at desc nulls last, d.id desc)
+        order by d.finished_at desc nulls last, d.id desc limit 50
+    ) g
+    join deployment_releases r on r.id = g.release_id
+    where g.release_id <> g.running
+    order by g.n limit 1
+) r
 """
+
+
+async def rollback_releases(db: Any, keys: list[tuple[str, str]]) -> list[ReleaseRow | None]:
+    """Each (component, stage)'s last good release before what runs there now, in the keys'
+    order; None where there is none. One statement."""
+    found: list[ReleaseRow | None] = [None] * len(keys)
+    refs, stages = [k[0] for k in keys], [k[1] for k in keys]
+    for row in await db.fetch(_ROLLBACK, refs, stages):
+        found[row["position"] - 1] = ReleaseRow.of(row)
+    return found
 
 
 async def rollback_release(db: Any, ref: str, stage: str) -> ReleaseRow | None:
     """The stage's last good release before what runs there now; None when there is none."""
-    row = await db.fetchrow(_ROLLBACK, ref, stage)
-    return ReleaseRow.of(row) if row is not None else None
+    [found] = await rollback_releases(db, [(ref, stage)])
+    return found
 
 
 @dataclass(frozen=True, slots=True)

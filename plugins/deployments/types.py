@@ -10,9 +10,9 @@ from typing import Final
 from strawberry import relay
 
 from graph.plugin import CacheControl, Info, User, entity, strawberry
+from plugins.deployments.loaders import ROLLBACK_LOADER
 from plugins.deployments.model import DeployState
 from plugins.deployments.pipelines import Stage
-from plugins.deployments.queries import rollback_release
 from plugins.deployments.store import DeployRow, ReleaseRow
 
 __all__ = [
@@ -256,7 +256,9 @@ class PipelineStage:
         "last good release before what runs there now; null when there is none."
     )
     async def rollback_to(self, info: Info) -> Release | None:
-        found = await rollback_release(info.context.db, self.component_ref, self.stage.name)
+        # One statement for every stage of the page (and every component on it).
+        loader = info.context.loaders[ROLLBACK_LOADER]
+        found = await loader.load((self.component_ref, self.stage.name))
         return Release(row=found) if found is not None else None
 
     @strawberry.field

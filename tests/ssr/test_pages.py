@@ -264,6 +264,7 @@ spec: {type: service, lifecycle: production, owner: group:default/checkout-team}
         ("/catalog/default/nope/x", 404, "The catalog has no kind “nope”."),
         ("/nope/at/all", 404, "No page of the console is at this address."),
         ("/catalog/default/component/bad%21name", 400, "No entity can be named so."),
+        ("/catalog/default/component/checkout%0A", 400, "No entity can be named so."),
         ("/catalog?after=not-a-cursor", 400, "Not a valid address"),
     ],
 )
@@ -282,6 +283,23 @@ async def test_addresses_that_lead_nowhere_are_pages_in_the_consoles_frame(
     assert 'class="atrium-header"' in html and 'href="/"' in html
     assert re.search(r'href="/catalog\?q=[^"]+"', html) or 'href="/catalog"' in html
     assert response.headers["content-type"].startswith("text/html")
+
+
+@pytest.mark.parametrize(
+    ("path", "href"),
+    [
+        ("/nope/caf%C3%A9", "/catalog?q=caf%C3%A9"),
+        ("/nope/what%20is%20this/", "/catalog?q=what+is+this"),
+        # Decoded once, as the client decodes location.pathname: "%41", not "A".
+        ("/nope/100%2541", "/catalog?q=100%2541"),
+        ("/nope/%20/", "/catalog"),
+    ],
+)
+async def test_the_way_on_searches_for_the_addresss_last_word(
+    console: Client, path: str, href: str
+) -> None:
+    html = (await console.get(path, headers={"accept": "text/html"})).text
+    assert f'href="{href}"' in html
 
 
 async def test_unknown_entities_are_404_pages_the_client_can_render(console: Client) -> None:

@@ -2,7 +2,7 @@
 // half of ssr/catalog_url.py (tests/ssr/test_present.py compares them). Read that module's
 // docstring for the address's parts.
 /* eslint-disable @typescript-eslint/no-explicit-any */
-import { kindLabel } from "./present";
+import { kindLabel, quotePlus } from "./present";
 
 export const PAGE_SIZE = 25;
 export const DEFAULT_KINDS = ["component", "api", "resource", "system", "domain"];
@@ -61,7 +61,7 @@ export function parse(params: URLSearchParams): CatalogState {
   }
   const search = values("q").join(" ") || null;
   let sort: string | null = values("sort").at(-1) ?? null;
-  if (sort !== null && !(sort.replace(/^-/, "") in SORTS)) sort = null;
+  if (sort !== null && !Object.hasOwn(SORTS, sort.replace(/^-/, ""))) sort = null;
   return {
     search,
     filters,
@@ -109,14 +109,6 @@ export function facetVariables(state: CatalogState, mine: string[] = [], starred
   return { filter: found, kindless, search: state.search };
 }
 
-// Python's urllib.parse.urlencode: spaces as "+", the rest percent-escaped but letters, digits
-// and "_.-~".
-function encode(value: string): string {
-  return encodeURIComponent(value)
-    .replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`)
-    .replace(/%20/g, "+");
-}
-
 export function href(state: CatalogState, changes: Partial<CatalogState> = {}): string {
   const merged = { ...state, ...changes };
   const pairs: [string, string][] = [];
@@ -126,7 +118,8 @@ export function href(state: CatalogState, changes: Partial<CatalogState> = {}): 
   if (merged.starred) pairs.push(["starred", "1"]);
   if (merged.sort) pairs.push(["sort", merged.sort]);
   if (merged.after) pairs.push(["after", merged.after]);
-  const query = pairs.map(([k, v]) => `${encode(k)}=${encode(v)}`).join("&");
+  // As Python's urllib.parse.urlencode writes them.
+  const query = pairs.map(([k, v]) => `${quotePlus(k)}=${quotePlus(v)}`).join("&");
   return "/catalog" + (query ? `?${query}` : "");
 }
 
@@ -150,8 +143,9 @@ export function options(state: CatalogState, facets: any, field: string, viewer:
     let value = String(facet.value);
     let label: string;
     if (field === "kind") {
-      value = value.toLowerCase();
+      // A kind the console has no word for is shown as the catalog spells it.
       label = kindLabel(value, true);
+      value = value.toLowerCase();
     } else if (field === "owner") {
       label = value.slice(value.lastIndexOf("/") + 1);
     } else {

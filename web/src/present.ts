@@ -21,8 +21,13 @@ const LIFECYCLE_TONES: Record<string, BadgeType> = {
   deprecated: "error",
 };
 
+// A record's own entry: "constructor" or "__proto__" is no kind, tone or level.
+function own<T>(record: Record<string, T>, key: string): T | undefined {
+  return Object.hasOwn(record, key) ? record[key] : undefined;
+}
+
 export function kindLabel(kind: string, plural = false): string {
-  const found = KINDS[kind.toLowerCase()];
+  const found = own(KINDS, kind.toLowerCase());
   return found ? found[plural ? 1 : 0] : kind;
 }
 
@@ -37,6 +42,19 @@ export function splitRef(ref: string): [string, string, string] {
 // Python's urllib.parse.quote(part, safe=""): every byte but letters, digits and "_.-~".
 export function quote(part: string): string {
   return encodeURIComponent(part).replace(/[!'()*]/g, (c) => `%${c.charCodeAt(0).toString(16).toUpperCase()}`);
+}
+
+// Python's urllib.parse.quote_plus(value, safe=""), as urlencode writes a query's values.
+export function quotePlus(value: string): string {
+  return quote(value).replace(/%20/g, "+");
+}
+
+// Python's urllib.parse.unquote: each run of escapes read as UTF-8 (a byte that cannot be
+// read so as U+FFFD), and a "%" that starts no escape kept as it is.
+export function unquote(text: string): string {
+  return text.replace(/(?:%[0-9A-Fa-f]{2})+/g, (run) =>
+    new TextDecoder().decode(Uint8Array.from(run.slice(1).split("%"), (hex) => parseInt(hex, 16))),
+  );
 }
 
 export function entityUrl(entity: { ref: string }): string {
@@ -57,7 +75,7 @@ export function picture(entity: any): string | null {
 }
 
 export function lifecycleTone(lifecycle: string): BadgeType {
-  return LIFECYCLE_TONES[lifecycle] ?? "neutral";
+  return own(LIFECYCLE_TONES, lifecycle) ?? "neutral";
 }
 
 export function entityBadges(entity: any): [string, BadgeType][] {
@@ -92,7 +110,7 @@ export function workloadStatus(w: any, unavailable: Record<string, string>): [St
   const ready = Number(w.readyReplicas || 0);
   const desired = Number(w.desiredReplicas || 0);
   const counted = `${ready}/${desired} ready`;
-  if (w.cluster in unavailable) return ["warning", `${counted}, cluster unavailable`];
+  if (Object.hasOwn(unavailable, w.cluster)) return ["warning", `${counted}, cluster unavailable`];
   if (desired === 0) return ["canceled", "scaled to 0"];
   if (ready >= desired && Number(w.rolloutProgress ?? 1) >= 1) return ["ok", counted];
   if (ready === 0) return ["problem", counted];
@@ -132,16 +150,11 @@ export function podStatus(pod: any): [StatusType, string] {
   return ["problem", `${phase}, not ready`];
 }
 
+// The catalog searched for the last word of an address that led nowhere.
 export function missingSearchHref(path: string): string {
   const trimmed = path.replace(/\/+$/, "");
-  let word = trimmed.slice(trimmed.lastIndexOf("/") + 1);
-  try {
-    word = decodeURIComponent(word);
-  } catch {
-    // a malformed escape: search for it as it is
-  }
-  word = word.trim();
-  return word ? `/catalog?${new URLSearchParams({ q: word }).toString()}` : "/catalog";
+  const word = unquote(trimmed.slice(trimmed.lastIndexOf("/") + 1)).trim();
+  return word ? `/catalog?q=${quotePlus(word)}` : "/catalog";
 }
 
 export interface Section {
@@ -197,7 +210,7 @@ const ATTENTION: Record<string, [number, StatusType]> = {
 };
 
 export function attentionStatus(level: string): StatusType {
-  return ATTENTION[level]?.[1] ?? "unstarted";
+  return own(ATTENTION, level)?.[1] ?? "unstarted";
 }
 
 // What the viewer's teams own, each once (under the first team owning it), with the most
@@ -214,18 +227,27 @@ export function homeServices(viewer: any): [any, any, any | null][] {
   }
   const weight = ([entity]: [any, any]): [number, string] => {
     const item = worst.get(entity.ref);
-    return [item ? (ATTENTION[item.level]?.[0] ?? 3) : 3, displayName(entity).toLowerCase()];
+    return [item ? (own(ATTENTION, item.level)?.[0] ?? 3) : 3, displayName(entity).toLowerCase()];
   };
-  // Python's sort: by weight, then the lowercased title in code point order; stable.
+  // Python's sort: by weight, then the lowercased title in code point order (not UTF-16's,
+  // which puts "😀" before "ｆ"); stable.
   return [...seen.values()]
     .sort((a, b) => {
       const [x, y] = [weight(a), weight(b)];
-      return x[0] - y[0] || (x[1] < y[1] ? -1 : x[1] > y[1] ? 1 : 0);
+      return x[0] - y[0] || byCodePoint(x[1], y[1]);
     })
     .map(([entity, group]) => [entity, group, worst.get(entity.ref) ?? null]);
 }
 
-// Backstage's rule for names and namespaces (ssr/pages.py checks the same).
+function byCodePoint(a: string, b: string): number {
+  const [x, y] = [[...a], [...b]];
+  for (let i = 0; i < Math.min(x.length, y.length); i++) {
+    if (x[i] !== y[i]) return x[i].codePointAt(0)! - y[i].codePointAt(0)!;
+  }
+  return x.length - y.length;
+}
+
+// Backstage's rule for names and namespaces (ssr/present.py's address_problem says the same).
 const NAME = /^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$/;
 
 // Why an entity's address cannot name one: a 400 (no entity can be named so) or a 404 (no such
@@ -234,6 +256,6 @@ export function addressProblem(namespace: string, kind: string, name: string): {
   if (!(NAME.test(namespace.toLowerCase()) && NAME.test(name.toLowerCase()) && name.length <= 63)) {
     return { status: 400, reason: "No entity can be named so." };
   }
-  if (!(kind.toLowerCase() in KINDS)) return { status: 404, reason: `The catalog has no kind “${kind}”.` };
+  if (!Object.hasOwn(KINDS, kind.toLowerCase())) return { status: 404, reason: `The catalog has no kind “${kind}”.` };
   return null;
 }

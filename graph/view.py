@@ -356,14 +356,6 @@ def subscriptions(services: Services) -> Any:
     class PersistedSubscriptions(Outbox, BaseGraphQLTransportWSHandler[Context, None]):
         outbox_limit = services.settings.subscription_queue
 
-        async def handle_connection_init(self, message: Any) -> None:
-            await super().handle_connection_init(message)
-            # Strawberry's timer sleeps on for its whole delay once the client said hello:
-            # a task and a timer per connection, kept for nothing.
-            timer = self.connection_init_timeout_task
-            if self.connection_acknowledged and timer is not None and not timer.done():
-                timer.cancel()
-
         async def handle_subscribe(self, message: Any) -> None:
             payload = message.get("payload") or {}
             if self.connection_acknowledged and message.get("id") not in self.operations:

@@ -105,6 +105,15 @@ class Outbox:
             return
         await super().handle_task_exception(error)  # type: ignore[misc]
 
+    async def handle_connection_init(self, message: Any) -> None:
+        await super().handle_connection_init(message)  # type: ignore[misc]
+        # Strawberry's timer sleeps on for its whole delay once the client said hello: a
+        # task and a timer per connection, kept for nothing (memory is what a connection
+        # costs, here as in the outbox).
+        timer = getattr(self, "connection_init_timeout_task", None)
+        if getattr(self, "connection_acknowledged", False) and timer is not None:
+            timer.cancel()
+
     async def shutdown(self) -> None:
         if self._writer is not None:
             self._writer.cancel()

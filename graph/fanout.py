@@ -19,12 +19,16 @@ import asyncio
 import contextlib
 from collections import deque
 from collections.abc import AsyncIterator, Callable, Hashable, Iterable
-from typing import Generic, Protocol, TypeVar
+from typing import Final, Generic, Protocol, TypeVar
 
-__all__ = ["Fanout", "Mailbox", "Sink", "SubscriberTooSlow", "Upstream"]
+__all__ = ["TOO_SLOW_PREFIX", "Fanout", "Mailbox", "Sink", "SubscriberTooSlow", "Upstream"]
 
 T = TypeVar("T")
 K = TypeVar("K", bound=Hashable)
+
+# How a SubscriberTooSlow's message begins: Strawberry hands a subscription's error to its
+# client as an error result, and the connection's outbox closes the connection on seeing it.
+TOO_SLOW_PREFIX: Final = "too slow: "
 
 Sink = Callable[[T], bool]  # takes an item; False when it cannot (then it is dropped)
 
@@ -33,7 +37,7 @@ class SubscriberTooSlow(Exception):
     """A subscriber left more items waiting than its queue holds."""
 
 
-class Upstream(Protocol[T]):  # type: ignore[misc]  # mypy wants T invariant here; it is
+class Upstream(Protocol[T]):  # type: ignore[misc]  # T only comes out (covariant); one T serves all
     async def run(self, publish: Callable[[T], None]) -> None:
         """Publish items until cancelled (returning ends every subscription)."""
 
@@ -161,7 +165,9 @@ class Mailbox(Generic[T]):
     async def __anext__(self) -> T:
         while not self._items:
             if self._overflowed:
-                raise SubscriberTooSlow(f"more than {self._limit} items were waiting")
+                raise SubscriberTooSlow(
+                    f"{TOO_SLOW_PREFIX}more than {self._limit} items were waiting"
+                )
             if self._ended:
                 raise StopAsyncIteration
             self._waiter = asyncio.get_running_loop().create_future()

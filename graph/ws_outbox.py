@@ -23,7 +23,7 @@ import logging
 from collections import deque
 from typing import Any, Final
 
-from graph.fanout import SubscriberTooSlow
+from graph.fanout import TOO_SLOW_PREFIX
 
 __all__ = ["CLOSE_NOW", "TOO_SLOW", "WRITABLE", "Outbox"]
 
@@ -48,6 +48,10 @@ class Outbox:
 
     async def send_message(self, message: Any) -> None:
         if self._closed_too_slow:
+            return
+        slow = _too_slow(message)
+        if slow is not None:
+            self.close_too_slow(slow)
             return
         if self._writer is None and self._writable():
             await super().send_message(message)  # type: ignore[misc]
@@ -99,12 +103,6 @@ class Outbox:
             task = asyncio.create_task(self.websocket.close(code=TOO_SLOW, reason=reason))
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
 
-    async def handle_task_exception(self, error: Exception) -> None:
-        if isinstance(error, SubscriberTooSlow):
-            self.close_too_slow(f"too slow: {error}")
-            return
-        await super().handle_task_exception(error)  # type: ignore[misc]
-
     async def handle_connection_init(self, message: Any) -> None:
         await super().handle_connection_init(message)  # type: ignore[misc]
         # Strawberry's timer sleeps on for its whole delay once the client said hello: a
@@ -120,3 +118,15 @@ class Outbox:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._writer
         await super().shutdown()  # type: ignore[misc]
+
+
+def _too_slow(message: Any) -> str | None:
+    """A subscription's queue overflowed (``SubscriberTooSlow``): Strawberry sends it as an
+    error result, whose message says so."""
+    if message.get("type") != "next":
+        return None
+    for error in (message.get("payload") or {}).get("errors") or ():
+        text = str(error.get("message", ""))
+        if text.startswith(TOO_SLOW_PREFIX):
+            return text
+    return None

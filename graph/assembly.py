@@ -40,6 +40,7 @@ from graph.plugin import (
     PluginBuilder,
     PluginConflict,
 )
+from graph.plugin_settings import ReadSettings
 from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
@@ -69,6 +70,8 @@ class Assembly:
     panels: list[PagePanel] = field(default_factory=list)
     # (plugin id, provider) of what needs attention, in plugin order.
     attention: list[tuple[str, AttentionProvider]] = field(default_factory=list)
+    # Each plugin's own settings as read (``builder.plugin_settings``), by plugin id.
+    plugin_settings: dict[str, ReadSettings] = field(default_factory=dict)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -161,6 +164,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                 )
             assembly.services[name] = (plugin.id, factory)
         assembly.panels += contribution.panels
+        if contribution.settings is not None:
+            assembly.plugin_settings[plugin.id] = contribution.settings
         assembly.attention += [(plugin.id, provider) for provider in contribution.attention]
         needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
 

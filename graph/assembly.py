@@ -40,7 +40,7 @@ from graph.plugin import (
     PluginBuilder,
     PluginConflict,
 )
-from graph.plugin_settings import ReadSettings
+from graph.plugin_settings import InvalidPluginSettings, ReadSettings
 from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
@@ -118,12 +118,17 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
     extensions: list[Any] = []
     routes_claimed: dict[tuple[str, str], str] = {}
     needed: list[tuple[str, str]] = []  # (service, plugin that needs it)
+    invalid: list[str] = []  # plugins' settings that do not validate
     for plugin in plugins:
         if plugin.id in assembly.plugin_ids:
             raise PluginConflict(f"two plugins have the id {plugin.id}")
         assembly.plugin_ids.append(plugin.id)
         builder = PluginBuilder(plugin.id, settings)
-        plugin.setup(builder)
+        try:
+            plugin.setup(builder)
+        except InvalidPluginSettings as exc:
+            invalid.append(str(exc))  # told with every other plugin's, below
+            continue
         contribution = builder.contribution
         for root, classes in (
             ("Query", contribution.query),
@@ -169,6 +174,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
         assembly.attention += [(plugin.id, provider) for provider in contribution.attention]
         needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
 
+    if invalid:
+        raise InvalidPluginSettings("\n".join(invalid))
     # Providers start before the plugins using their services (and stop after them).
     providers = {plugin_id for plugin_id, _ in assembly.services.values()}
     assembly.lifespans.sort(key=lambda item: item[0] not in providers)

@@ -97,6 +97,7 @@ def read_plugin_settings(
     data: dict[str, Any] = {}
     origin: dict[str, tuple[SettingSource, str]] = {}
     problems: list[str] = []
+    undecoded: set[str] = set()  # told already: not JSON
     for name in section.keys() - model.model_fields.keys():
         problems.append(f"{file} [plugins.{plugin_id}] {name}: no such setting")
     for name, info in model.model_fields.items():
@@ -109,6 +110,7 @@ def read_plugin_settings(
                     data[name] = json.loads(raw)
                 except ValueError:
                     problems.append(f"{name} from {variable}: not JSON ({_shown(name, info, raw)})")
+                    undecoded.add(name)
                     continue
             else:
                 data[name] = raw
@@ -118,11 +120,11 @@ def read_plugin_settings(
         elif name in document and name != "plugins":
             data[name] = document[name]
             origin[name] = (SettingSource.FILE, f"{file} {name}")
-    if not problems:
-        try:
-            values = model.model_validate(data)
-        except ValidationError as exc:
-            problems += [_problem(model, error, data, origin) for error in exc.errors()]
+    try:
+        values = model.model_validate(data)
+    except ValidationError as exc:
+        errors = [e for e in exc.errors() if not e["loc"] or e["loc"][0] not in undecoded]
+        problems += [_problem(model, error, data, origin) for error in errors]
     if problems:
         lines = "\n  ".join(problems)
         raise InvalidPluginSettings(f"plugin {plugin_id}: invalid settings:\n  {lines}")

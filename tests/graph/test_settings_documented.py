@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from graph.assembly import assemble, core_plugins
+from graph.plugin import Plugin
 from graph.plugin_settings import ENV_PREFIX
 from graph.settings import Settings
 from plugins.deployments.plugin import DeploymentsPlugin
@@ -50,7 +51,7 @@ def _documented() -> set[str]:
 @cache
 def _bundled() -> dict[str, type[BaseModel]]:
     """Each bundled plugin's settings model, by plugin id, as the plugin reads it."""
-    plugins = [DeploymentsPlugin(), ObservabilityPlugin(), PinComputePlugin()]
+    plugins: list[Plugin] = [DeploymentsPlugin(), ObservabilityPlugin(), PinComputePlugin()]
     read = assemble(Settings(), [*core_plugins(), *plugins]).plugin_settings
     assert sorted(read) == ["deployments", "observability", "pincompute"]
     return {plugin_id: type(found.values) for plugin_id, found in read.items()}

@@ -17,6 +17,7 @@ from typing import Any
 from atrium.cli_db import prepare
 from atrium.cli_lookup import add_lookup_commands
 from atrium.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
+from atrium.cli_plugins import add_plugins_command
 from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
 
 __all__ = ["main", "uvicorn_options"]
@@ -147,6 +148,7 @@ def _parser() -> argparse.ArgumentParser:
     load.set_defaults(run=persisted_load)
 
     add_lookup_commands(commands)
+    add_plugins_command(commands)
 
     schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
     schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)

@@ -26,8 +26,10 @@ async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str
     from sources.db import Database
     from sources.migrations import apply_migrations
 
-    url = await database_url(settings)
+    # Plugins' settings are validated first: a bad one stops the start-up before a database
+    # is started or the server binds.
     assembly = assemble(settings, [*core_plugins(), *discover_plugins(settings)])
+    url = await database_url(settings)
     db = await Database.connect(url, settings.database_options, min_size=1, max_size=2)
     try:
         applied = await apply_migrations(db, assembly.migrations)

@@ -40,6 +40,7 @@ from graph.plugin import (
     PluginBuilder,
     PluginConflict,
 )
+from graph.plugin_settings import InvalidPluginSettings, ReadSettings
 from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
@@ -69,6 +70,8 @@ class Assembly:
     panels: list[PagePanel] = field(default_factory=list)
     # (plugin id, provider) of what needs attention, in plugin order.
     attention: list[tuple[str, AttentionProvider]] = field(default_factory=list)
+    # Each plugin's own settings as read (``builder.plugin_settings``), by plugin id.
+    plugin_settings: dict[str, ReadSettings] = field(default_factory=dict)
     schema: strawberry.Schema | None = None
     # Cache policies of documents, worked out from the schema's hints.
     policies: PolicyCache = field(default_factory=PolicyCache)
@@ -115,12 +118,17 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
     extensions: list[Any] = []
     routes_claimed: dict[tuple[str, str], str] = {}
     needed: list[tuple[str, str]] = []  # (service, plugin that needs it)
+    invalid: list[str] = []  # plugins' settings that do not validate
     for plugin in plugins:
         if plugin.id in assembly.plugin_ids:
             raise PluginConflict(f"two plugins have the id {plugin.id}")
         assembly.plugin_ids.append(plugin.id)
         builder = PluginBuilder(plugin.id, settings)
-        plugin.setup(builder)
+        try:
+            plugin.setup(builder)
+        except InvalidPluginSettings as exc:
+            invalid.append(str(exc))  # told with every other plugin's, below
+            continue
         contribution = builder.contribution
         for root, classes in (
             ("Query", contribution.query),
@@ -161,9 +169,13 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                 )
             assembly.services[name] = (plugin.id, factory)
         assembly.panels += contribution.panels
+        if contribution.settings is not None:
+            assembly.plugin_settings[plugin.id] = contribution.settings
         assembly.attention += [(plugin.id, provider) for provider in contribution.attention]
         needed += [(name, plugin.id) for name, required in contribution.uses.items() if required]
 
+    if invalid:
+        raise InvalidPluginSettings("\n".join(invalid))
     # Providers start before the plugins using their services (and stop after them).
     providers = {plugin_id for plugin_id, _ in assembly.services.values()}
     assembly.lifespans.sort(key=lambda item: item[0] not in providers)

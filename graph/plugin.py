@@ -36,6 +36,12 @@ key through a ``Fanout`` (one change listener, one log follow), each subscriber 
 bounded ``Mailbox``; one that falls too far behind gets ``SubscriberTooSlow`` and its
 connection is closed.
 
+A plugin's own settings are a pydantic model (subclass ``PluginSettings``) it reads in
+``setup`` with ``builder.plugin_settings(Model)``: field ``name`` comes from ``ATRIUM_<NAME>``,
+else from ``name`` in the ``[plugins.<id>]`` section of ``atrium.toml`` (or at the top of it),
+else from its default; a bad value stops the start-up naming the plugin, the setting and its
+source. Secrets are ``SecretStr`` fields, masked wherever settings are shown.
+
 A plugin may say what needs attention about a team's entities (``attention``): a provider is
 given the refs of what a person's or a group's teams own and answers ``AttentionItem``s (a
 failed deploy, a firing alert, a workload short of replicas), which ``Viewer.attention`` and
@@ -48,10 +54,11 @@ from collections.abc import AsyncGenerator, Awaitable, Callable
 from contextlib import AbstractAsyncContextManager, AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeAlias, runtime_checkable
+from typing import Any, Protocol, TypeAlias, TypeVar, runtime_checkable
 
 import strawberry
 from graphql import GraphQLError
+from pydantic import BaseModel
 from starlette.requests import Request
 from starlette.responses import Response
 from strawberry.dataloader import DataLoader
@@ -65,8 +72,10 @@ from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
 from graph.fanout import Fanout, Mailbox, SubscriberTooSlow
+from graph.plugin_settings import InvalidPluginSettings, PluginSettings, ReadSettings
+from graph.plugin_settings import read_plugin_settings as _read_plugin_settings
 from graph.provided import EVERYTHING, ServiceMissing
-from graph.settings import Settings
+from graph.settings import SETTINGS_FILE, Settings
 from loaders.cache import Caches, MultiLevelCache, json_codec
 from loaders.cache_first import CacheFirstLoader
 from loaders.memory import MISSING
@@ -97,6 +106,7 @@ __all__ = [
     "Fanout",
     "GaugeSource",
     "Info",
+    "InvalidPluginSettings",
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
@@ -106,6 +116,7 @@ __all__ = [
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
+    "PluginSettings",
     "Rule",
     "SchemaExtension",
     "ServiceMissing",
@@ -131,6 +142,8 @@ __all__ = [
     "viewer_may_change",
     "workload_href",
 ]
+
+SettingsModel = TypeVar("SettingsModel", bound=BaseModel)
 
 Lifespan: TypeAlias = Callable[[Any], AbstractAsyncContextManager[Any]]
 # (demo catalog folder, data directory) → a context yielding environment variables.
@@ -222,6 +235,7 @@ class _Contribution:
     uses: dict[str, bool] = field(default_factory=dict)  # service name → required
     panels: list[PagePanel] = field(default_factory=list)
     attention: list[AttentionProvider] = field(default_factory=list)
+    settings: ReadSettings | None = None  # the plugin's own, as read by plugin_settings
 
 
 class PluginBuilder:
@@ -231,6 +245,25 @@ class PluginBuilder:
         self.plugin_id = plugin_id
         self.settings = settings
         self.contribution = _Contribution(plugin_id)
+
+    def plugin_settings(self, model: type[SettingsModel]) -> SettingsModel:
+        """The plugin's own settings: ``model`` (a ``PluginSettings`` subclass, or any pydantic
+        model) filled from ``ATRIUM_<FIELD>`` variables, then the ``[plugins.<id>]`` section of
+        ``atrium.toml``, then the top of that file, then the defaults, and validated: a bad
+        value stops the start-up with ``InvalidPluginSettings`` naming the plugin, the setting
+        and where it came from. ``atrium plugins`` lists what was read, secrets masked."""
+        read = self.contribution.settings
+        if read is not None:
+            if not isinstance(read.values, model):
+                raise PluginConflict(
+                    f"plugin {self.plugin_id} reads its settings as {model.__qualname__} and as "
+                    f"{type(read.values).__qualname__}: one model per plugin"
+                )
+            return read.values
+        values, self.contribution.settings = _read_plugin_settings(
+            self.plugin_id, model, file=SETTINGS_FILE
+        )
+        return values
 
     def query(self, fields: type) -> type:
         """A ``@strawberry.type`` whose fields join the root ``Query``; usable as a decorator."""

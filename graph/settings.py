@@ -21,7 +21,14 @@ from sources.changes.delivery import DeliveryPolicy
 from sources.changes.outbox import Backoff
 from sources.db import DatabaseOptions
 
-__all__ = ["KEEP_ALIVE_TIMEOUT", "DatabasePooling", "LdapPreset", "Mode", "Settings"]
+__all__ = [
+    "KEEP_ALIVE_TIMEOUT",
+    "SETTINGS_FILE",
+    "DatabasePooling",
+    "LdapPreset",
+    "Mode",
+    "Settings",
+]
 
 
 class Mode(StrEnum):
@@ -43,6 +50,9 @@ class LdapPreset(StrEnum):
     ACTIVE_DIRECTORY = "active-directory"
 
 
+# The settings file, in the directory Atrium runs in; plugins read their sections of it.
+SETTINGS_FILE = Path("atrium.toml")
+
 # Seconds idle keep-alive connections stay open unless ATRIUM_KEEP_ALIVE_TIMEOUT says.
 KEEP_ALIVE_TIMEOUT = 75
 
@@ -54,7 +64,7 @@ class Settings(BaseSettings):
     """Every knob of Atrium. Names are flat so operators can read them: ``ATRIUM_<FIELD>``."""
 
     model_config = SettingsConfigDict(
-        env_prefix="ATRIUM_", toml_file="atrium.toml", extra="ignore", frozen=True
+        env_prefix="ATRIUM_", toml_file=SETTINGS_FILE, extra="ignore", frozen=True
     )
 
     mode: Mode = Mode.DEVELOPMENT

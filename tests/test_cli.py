@@ -42,6 +42,7 @@ def atrium(*args: str, env: dict[str, str] | None = None) -> subprocess.Complete
         ["token", "list"],
         ["token", "revoke"],
         ["persisted", "load"],
+        ["plugins"],
     ],
 )
 def test_every_command_has_help(command: list[str]) -> None:

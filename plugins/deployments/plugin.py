@@ -34,7 +34,8 @@ class DeploymentsPlugin:
         self._settings = settings
 
     def setup(self, builder: PluginBuilder) -> None:
-        settings = self._settings or DeploymentSettings()
+        # Given to the constructor (as tests do), or read from the environment and atrium.toml.
+        settings = self._settings or builder.plugin_settings(DeploymentSettings)
         builder.migrations(MIGRATIONS)
         builder.query(DeploymentQuery)
         builder.mutation(DeploymentMutation)

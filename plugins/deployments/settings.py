@@ -1,16 +1,16 @@
-"""The deployments plugin's settings, read from ``ATRIUM_*`` variables like the core's."""
+"""The deployments plugin's settings: ``ATRIUM_<FIELD>`` variables, or ``[plugins.deployments]``
+in ``atrium.toml`` (read through ``builder.plugin_settings``)."""
 
 from __future__ import annotations
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graph.plugin import PluginSettings
 
 __all__ = ["DeploymentSettings"]
 
 
-class DeploymentSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ATRIUM_", extra="ignore")
-
+class DeploymentSettings(PluginSettings):
     # Secrets the webhooks are signed with (HMAC-SHA256 over the raw body). A source whose
     # secret is unset refuses every delivery: nothing unsigned is ever stored.
     deployments_github_secret: SecretStr | None = None

@@ -32,7 +32,8 @@ class ObservabilityPlugin:
         self._settings = settings
 
     def setup(self, builder: PluginBuilder) -> None:
-        settings = self._settings or ObservabilitySettings()
+        # Given to the constructor (as tests do), or read from the environment and atrium.toml.
+        settings = self._settings or builder.plugin_settings(ObservabilitySettings)
         builder.extend_type("Component", ComponentMetrics)
         builder.extend_type("Component", AlertFields)
         builder.extend_type("Group", GroupAlerts)

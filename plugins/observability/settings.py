@@ -1,9 +1,11 @@
-"""The observability plugin's settings, read from ``ATRIUM_*`` variables like the core's."""
+"""The observability plugin's settings: ``ATRIUM_<FIELD>`` variables, or
+``[plugins.observability]`` in ``atrium.toml`` (read through ``builder.plugin_settings``)."""
 
 from __future__ import annotations
 
 from pydantic import Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from graph.plugin import PluginSettings
 
 __all__ = ["DEFAULT_TEMPLATES", "ObservabilitySettings"]
 
@@ -42,9 +44,7 @@ DEFAULT_TEMPLATES: dict[str, str] = {
 }
 
 
-class ObservabilitySettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ATRIUM_", extra="ignore")
-
+class ObservabilitySettings(PluginSettings):
     prometheus_url: str | None = None
     alertmanager_url: str | None = None
     # Seconds a call to Prometheus or Alertmanager may take before its fields are UNAVAILABLE.

@@ -30,7 +30,8 @@ class PinComputePlugin:
         self._settings = settings
 
     def setup(self, builder: PluginBuilder) -> None:
-        settings = self._settings or ComputeSettings()
+        # Given to the constructor (as tests do), or read from the environment and atrium.toml.
+        settings = self._settings or builder.plugin_settings(ComputeSettings)
         builder.query(ComputeQuery)
         builder.mutation(ComputeMutation)
         builder.subscription(ComputeSubscription)

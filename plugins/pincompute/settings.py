@@ -1,11 +1,13 @@
-"""PinCompute's own settings, read from ``ATRIUM_*`` variables like the core's."""
+"""PinCompute's own settings: ``ATRIUM_<FIELD>`` variables, or ``[plugins.pincompute]`` in
+``atrium.toml`` (read through ``builder.plugin_settings``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from pydantic import BaseModel, Field
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic import BaseModel, Field, SecretStr
+
+from graph.plugin import PluginSettings
 
 __all__ = ["ClusterSpec", "ComputeSettings", "Quota"]
 
@@ -15,7 +17,7 @@ class ClusterSpec(BaseModel):
 
     name: str
     server: str
-    token: str | None = None
+    token: SecretStr | None = None  # shown masked by `atrium plugins`
     ca_file: str | None = None
     insecure: bool = False
 
@@ -28,9 +30,7 @@ class Quota(BaseModel):
     memory: str | None = None  # "64Gi"
 
 
-class ComputeSettings(BaseSettings):
-    model_config = SettingsConfigDict(env_prefix="ATRIUM_", extra="ignore")
-
+class ComputeSettings(PluginSettings):
     # Kubeconfig files, separated by ":" as for kubectl: every context is a cluster.
     kubeconfig: str | None = None
     # More clusters as JSON: [{"name": ..., "server": ..., "token": ..., "ca_file": ...}].
@@ -62,7 +62,10 @@ class ComputeSettings(BaseSettings):
                 {
                     "clusters": [{"name": spec.name, "cluster": cluster}],
                     "users": [
-                        {"name": spec.name, "user": {"token": spec.token} if spec.token else {}}
+                        {
+                            "name": spec.name,
+                            "user": {"token": spec.token.get_secret_value()} if spec.token else {},
+                        }
                     ],
                     "contexts": [
                         {"name": spec.name, "context": {"cluster": spec.name, "user": spec.name}}

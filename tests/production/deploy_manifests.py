@@ -17,10 +17,11 @@ from typing import Any
 
 import yaml
 from kubernetes_asyncio import client
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 from pydantic_settings import BaseSettings
 
 from graph.assembly import ENTRY_POINT_GROUP
+from graph.plugin_settings import ENV_PREFIX, PluginSettings
 from graph.settings import Settings
 from tests.conftest import ROOT
 
@@ -149,9 +150,10 @@ def kustomization() -> dict[str, Any]:
 
 @dataclass(frozen=True)
 class Setting:
-    """A variable Atrium reads: its class and field."""
+    """A variable Atrium reads: its class (the core's settings, or a plugin's settings model)
+    and field."""
 
-    cls: type[BaseSettings]
+    cls: type[BaseModel]
     field: str
 
     @property
@@ -165,22 +167,24 @@ def _holds(annotation: Any, wanted: type) -> bool:
 
 def atrium_settings() -> dict[str, Setting]:
     """Every ``ATRIUM_`` variable Atrium reads, by name: the core's Settings, and each
-    settings class in the plugins `atrium serve` loads (found through their entry points, as
-    it finds them)."""
+    settings model in the plugins `atrium serve` loads (found through their entry points, as
+    it finds them; a plugin's model reads ``ATRIUM_<FIELD>``, see ``graph.plugin_settings``)."""
     packages = [ep.module for ep in entry_points(group=ENTRY_POINT_GROUP)]
     for package in packages:
         module = importlib.import_module(package)
         for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"{package}."):
             importlib.import_module(info.name)
-    classes = [Settings] + [
-        cls
-        for cls in _subclasses(BaseSettings)
-        if any(cls.__module__ == p or cls.__module__.startswith(f"{p}.") for p in packages)
-    ]
+
+    def in_plugins(cls: type) -> bool:
+        return any(cls.__module__ == p or cls.__module__.startswith(f"{p}.") for p in packages)
+
+    classes: list[type[BaseModel]] = [Settings]
+    classes += [cls for cls in _subclasses(BaseSettings) if in_plugins(cls)]
+    classes += [cls for cls in _subclasses(PluginSettings) if in_plugins(cls)]
     found = {}
     for cls in classes:
-        prefix = str(cls.model_config.get("env_prefix", ""))
-        assert prefix == "ATRIUM_", f"{cls.__name__} reads {prefix}*"
+        prefix = str(cls.model_config.get("env_prefix", ENV_PREFIX))
+        assert prefix == ENV_PREFIX, f"{cls.__name__} reads {prefix}*"
         for name in cls.model_fields:
             found[f"{prefix}{name}".upper()] = Setting(cls, name)
     return found
@@ -190,5 +194,5 @@ def _subclasses(cls: type) -> list[type]:
     return [sub for direct in cls.__subclasses__() for sub in (direct, *_subclasses(direct))]
 
 
-def settings_classes() -> list[type[BaseSettings]]:
+def settings_classes() -> list[type[BaseModel]]:
     return list(dict.fromkeys(s.cls for s in atrium_settings().values()))

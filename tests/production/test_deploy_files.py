@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
+from graph.plugin_settings import PluginSettings, read_plugin_settings
 from tests.conftest import ROOT
 from tests.production import dockerfile
 from tests.production.deploy_manifests import (
@@ -57,7 +58,12 @@ def settings_from(
         monkeypatch.delenv(name)
     for name, value in env.items():
         monkeypatch.setenv(name, value)
-    return [cls() for cls in settings_classes()]
+    return [
+        read_plugin_settings(cls.__module__, cls, file=tmp_path / "atrium.toml")[0]
+        if issubclass(cls, PluginSettings)
+        else cls()
+        for cls in settings_classes()
+    ]
 
 
 def configured() -> dict[str, str]:

@@ -25,7 +25,7 @@ is already buffered at once, tells the app the connection is gone, and drops the
 once, so what each holds counts: its incoming messages wait in an ``_Inbox`` rather than an
 ``asyncio.Queue`` (whose three deques and ``Event`` take some 2.5 kB while empty), and its
 ``writable`` flag is an ``asyncio.Event`` whose waiters are a list (an empty deque is 600
-bytes).
+bytes), and the handshake's headers are dropped once it is accepted.
 """
 
 from __future__ import annotations
@@ -93,7 +93,11 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
     async def send(self, message: Any) -> None:
         await super().send(message)
         if message["type"] == "websocket.accept":
-            # The handshake's request and response, kept for nothing from here on.
+            # The handshake's request and response, kept for nothing from here on. websockets'
+            # parser keeps the request too, for the connection's life (a local of its
+            # generator): its headers, most of it (some 3 kB), go; the scope has them.
+            if self.request is not None:
+                self.request.headers.clear()
             self.request = self.response = None  # type: ignore[assignment]
 
     def can_write(self) -> bool:

@@ -8,6 +8,7 @@ import logging
 import os
 import socket
 from collections.abc import AsyncIterator, Sequence
+from typing import Any
 
 from starlette.applications import Starlette
 from starlette.requests import Request
@@ -45,14 +46,18 @@ log = logging.getLogger("atrium.app")
 
 
 class AtriumApp(Starlette):
-    """Starlette, with ``/graphql`` over HTTP answered before Starlette's routing and
-    middleware: it is the hot path, and it handles its own errors (``graph.view``)."""
+    """Starlette, with ``/graphql`` answered before Starlette's routing and middleware: over
+    HTTP it is the hot path, and it handles its own errors (``graph.view``); over websockets a
+    subscription's connection would keep the coroutines and state of every layer it passed
+    for its whole life (thousands of them at once), and Strawberry handles its errors."""
 
     services: Services  # set by create_app
+    subscriptions: Any = None  # the websocket app at /graphql, set by create_app
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            if self.services.draining:  # clients connect again, to another replica
+        kind = scope["type"]
+        if kind == "http" or kind == "websocket":
+            if kind == "http" and self.services.draining:  # clients connect again, elsewhere
                 send = closing(send)
             path: str = scope["path"]
             root: str = scope.get("root_path", "")
@@ -60,8 +65,12 @@ class AtriumApp(Starlette):
                 path = path[len(root) :]
             if path == "/graphql":
                 scope["app"] = self
-                await graphql_http(scope, receive, send)
-                return
+                if kind == "http":
+                    await graphql_http(scope, receive, send)
+                    return
+                if self.subscriptions is not None:
+                    await self.subscriptions(scope, receive, send)
+                    return
         await super().__call__(scope, receive, send)
 
 
@@ -142,9 +151,10 @@ def create_app(
             await services.db.close()
             services.db = None
 
+    subscribing = subscriptions(services)
     app = AtriumApp(
         routes=[
-            WebSocketRoute("/graphql", subscriptions(services)),
+            WebSocketRoute("/graphql", subscribing),  # what AtriumApp answers itself
             Route("/healthz", _healthz),
             Route("/readyz", _readyz),
             Route("/metrics", _metrics),
@@ -161,6 +171,7 @@ def create_app(
     )
     app.state.services = services
     app.services = services
+    app.subscriptions = subscribing
     return app
 
 

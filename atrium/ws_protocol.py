@@ -20,11 +20,18 @@ writes again, which a client that reads nothing never lets happen. ``close_now``
 scope's ``extensions`` under ``graph.ws_outbox.CLOSE_NOW``) puts the close frame behind what
 is already buffered at once, tells the app the connection is gone, and drops the connection
 ``ABORT_AFTER`` seconds later if the client has not read its way to the close by then.
+
+**Memory.** An idle subscription's connection is mostly small objects, thousands of them at
+once, so what each holds counts: its incoming messages wait in an ``_Inbox`` rather than an
+``asyncio.Queue`` (whose three deques and ``Event`` take some 2.5 kB while empty), and its
+``writable`` flag is an ``asyncio.Event`` whose waiters are a list (an empty deque is 600
+bytes), and the handshake's headers are dropped once it is accepted.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import deque
 from typing import Any, Final
 
 from uvicorn.config import Config
@@ -56,6 +63,9 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
         _loop: asyncio.AbstractEventLoop | None = None,
     ) -> None:
         super().__init__(config, server_state, app_state, _loop)
+        self.queue = _Inbox()  # type: ignore[assignment]  # what uvicorn calls of a Queue
+        self.writable = _Flag()
+        self.writable.set()
         if config.ws_per_message_deflate:
             self.conn = ServerProtocol(
                 extensions=[
@@ -83,7 +93,11 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
     async def send(self, message: Any) -> None:
         await super().send(message)
         if message["type"] == "websocket.accept":
-            # The handshake's request and response, kept for nothing from here on.
+            # The handshake's request and response, kept for nothing from here on. websockets'
+            # parser keeps the request too, for the connection's life (a local of its
+            # generator): its headers, most of it (some 3 kB), go; the scope has them.
+            if self.request is not None:
+                self.request.headers.clear()
             self.request = self.response = None  # type: ignore[assignment]
 
     def can_write(self) -> bool:
@@ -100,3 +114,41 @@ class AtriumWebSocketProtocol(WebSocketsSansIOProtocol):
         self.close_sent = True
         self.stop_keepalive()
         self.close_timer = self.loop.call_later(ABORT_AFTER, self.transport.abort)
+
+
+class _Inbox:
+    """The app's incoming messages: what uvicorn uses of an ``asyncio.Queue`` (unbounded, one
+    reader), its deque made by the first message."""
+
+    __slots__ = ("_items", "_waiter")
+
+    def __init__(self) -> None:
+        self._items: deque[Any] | None = None
+        self._waiter: asyncio.Future[None] | None = None
+
+    def put_nowait(self, item: Any) -> None:
+        if self._items is None:
+            self._items = deque()
+        self._items.append(item)
+        if self._waiter is not None and not self._waiter.done():
+            self._waiter.set_result(None)
+
+    def empty(self) -> bool:
+        return not self._items
+
+    async def get(self) -> Any:
+        while not self._items:
+            self._waiter = asyncio.get_running_loop().create_future()
+            try:
+                await self._waiter
+            finally:
+                self._waiter = None
+        return self._items.popleft()
+
+
+class _Flag(asyncio.Event):
+    """An ``asyncio.Event`` whose waiters are a list (there is rarely more than one)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._waiters = []  # type: ignore[assignment]  # append, remove and iteration only

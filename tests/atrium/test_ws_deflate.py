@@ -3,10 +3,7 @@ Atrium's window (``atrium.ws_protocol``), through the server ``atrium serve`` ru
 
 from __future__ import annotations
 
-import asyncio
-
 import orjson
-import uvicorn
 from websockets.asyncio.client import connect
 from websockets.extensions.permessage_deflate import ClientPerMessageDeflateFactory
 from websockets.typing import Subprotocol
@@ -14,27 +11,16 @@ from websockets.typing import Subprotocol
 from atrium.cli import uvicorn_options
 from atrium.ws_protocol import DEFLATE_WINDOW_BITS
 from tests.conftest import AppFactory
-from tests.plugins.deploy_env import eventually, free_port
-
-
-async def _started(server: uvicorn.Server) -> bool:
-    return bool(server.started)
+from tests.plugins.deploy_env import serving
 
 
 async def test_a_browsers_offer_gets_the_small_window(make_client: AppFactory) -> None:
     client = await make_client()
-    port = free_port()
-    config = uvicorn.Config(
-        client.app, host="127.0.0.1", port=port, lifespan="off", **uvicorn_options()
-    )
-    server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())
-    try:
-        await eventually(lambda: _started(server))
+    async with serving(client, **uvicorn_options()) as base:
         # Chromium's offer: `permessage-deflate; client_max_window_bits`.
         offer = ClientPerMessageDeflateFactory(client_max_window_bits=True)
         async with connect(
-            f"ws://127.0.0.1:{port}/graphql",
+            f"{base.replace('http', 'ws', 1)}/graphql",
             subprotocols=[Subprotocol("graphql-transport-ws")],
             extensions=[offer],
             compression=None,
@@ -49,6 +35,3 @@ async def test_a_browsers_offer_gets_the_small_window(make_client: AppFactory) -
             assert orjson.loads(await ws.recv()) == {"type": "connection_ack"}
             await ws.send(orjson.dumps({"type": "ping"}).decode())
             assert orjson.loads(await ws.recv()) == {"type": "pong"}
-    finally:
-        server.should_exit = True
-        await task

@@ -111,11 +111,13 @@ async def eventually(check: Any, within: float = 10.0) -> None:
 
 
 @asynccontextmanager
-async def serving(client: Client) -> AsyncIterator[str]:
-    """The client's app behind uvicorn on a free port (its lifespan already runs)."""
+async def serving(client: Client, **options: Any) -> AsyncIterator[str]:
+    """The client's app behind uvicorn on a free port (its lifespan already runs); ``options``
+    are uvicorn's (``atrium.cli.uvicorn_options()`` for Atrium's own protocols)."""
     port = free_port()
+    options = {"log_config": None, **options}
     server = uvicorn.Server(
-        uvicorn.Config(client.app, host="127.0.0.1", port=port, lifespan="off", log_config=None)
+        uvicorn.Config(client.app, host="127.0.0.1", port=port, lifespan="off", **options)
     )
     task = asyncio.create_task(server.serve())
     try:

@@ -13,7 +13,6 @@ from typing import Any
 
 import orjson
 import pytest
-import uvicorn
 import yaml
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed
@@ -25,7 +24,7 @@ from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.store import Key
 from tests.conftest import AppFactory, Client
 from tests.kube import Cluster, kubeconfig, start_clusters
-from tests.plugins.deploy_env import eventually, free_port
+from tests.plugins.deploy_env import eventually, serving
 
 QUERY = """subscription { pinAppLogTail(cluster: "east", namespace: "shop", name: "checkout",
   tailLines: 1) { pod text } }"""
@@ -69,18 +68,8 @@ async def _served(
         compute = client.services.extras["pincompute"]
         key = Key("east", "shop", "checkout")
         await eventually(lambda: _true(compute.pinapps.get(key) is not None))
-        port = free_port()
-        config = uvicorn.Config(
-            client.app, host="127.0.0.1", port=port, lifespan="off", **uvicorn_options()
-        )
-        server = uvicorn.Server(config)
-        task = asyncio.create_task(server.serve())
-        try:
-            await eventually(lambda: _true(server.started))
-            yield client, east, f"ws://127.0.0.1:{port}/graphql"
-        finally:
-            server.should_exit = True
-            await task
+        async with serving(client, **uvicorn_options()) as base:
+            yield client, east, f"{base.replace('http', 'ws', 1)}/graphql"
 
 
 async def _true(value: bool) -> bool:

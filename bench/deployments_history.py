@@ -136,6 +136,13 @@ cross join lateral (
 where p.slice = $1
 """
 _COMMIT_TRIGGER: Final = "deployment_deploys_commit_time"
+# The DORA days are counted once the deploys are written and indexed, in a few set-wide
+# statements (the triggers would count them at commit, without the indexes the load drops).
+_DORA_TRIGGERS: Final = (
+    "deployment_deploys_dora_insert",
+    "deployment_deploys_dora_update",
+    "deployment_deploys_dora_delete",
+)
 _MADE: Final = """
 select component_ref, sum(steps)::bigint as deploys, count(*) as releases
 from bench_plan group by component_ref
@@ -215,7 +222,8 @@ async def generate_history(url: str, total: int, seed: int) -> History:
         built = [*(c for c in constraints if not c["foreign"]), *await db.fetch(INDEXES, TABLES)]
         for found in (*foreign, *built):
             await db.execute(found["drop"])
-        await db.execute(f"alter table deployment_deploys disable trigger {_COMMIT_TRIGGER}")
+        for trigger in (_COMMIT_TRIGGER, *_DORA_TRIGGERS):
+            await db.execute(f"alter table deployment_deploys disable trigger {trigger}")
         for table, insert in zip(TABLES, (_RELEASES, _DEPLOYS), strict=True):
             await parallel(conns, [run_sql(insert, part) for part in range(SLICES)])
             lap(f"{table.removeprefix('deployment_')} written")
@@ -224,11 +232,15 @@ async def generate_history(url: str, total: int, seed: int) -> History:
             sequence = f"pg_get_serial_sequence('{table}', 'id')"
             await db.execute(f"select setval({sequence}, max(id)) from {table}")
             lap(f"{table.removeprefix('deployment_')} indexed")
-        await db.execute(f"alter table deployment_deploys enable trigger {_COMMIT_TRIGGER}")
+        for trigger in (_COMMIT_TRIGGER, *_DORA_TRIGGERS):
+            await db.execute(f"alter table deployment_deploys enable trigger {trigger}")
         await db.execute("drop table bench_plan, bench_components")
         for found in foreign:
             await db.execute(found["create"])
         lap("foreign keys")
+        await db.execute("vacuum (analyze) deployment_deploys")
+        await db.execute("select deployment_dora_rebuild()")
+        lap("DORA days")
         slugged = rng.sample(sorted(history.counts), max(1, len(history.counts) // 10))
         history.slugs = [r[0] for r in await db.fetch(_SLUGS, slugged, SLUG)]
         for table in [*TABLES, "entities"]:

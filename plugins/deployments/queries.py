@@ -256,58 +256,53 @@ class DoraFigures:
     time_to_restore: float | None
 
 
-# The components owned (their refs, or their owners' refs joined to the catalog, from the owner
-# index), then their production deploys in the window from the covering partial index
-# (component_ref, finished_at) include (state, commit_time): index-only probes.
-_DORA: Final = """
-with owned as materialized (
-    select ref from entities where owner_ref = any($3::text[]) and kind = 'Component'
-    union
-    select unnest($1::text[])
+# DORA figures from the days kept ahead of time (plugin migration 0005): the window is whole
+# days in UTC, today's so far and the days before it. A component's are its own days; a team's
+# the days of every component its owners own, summed per owner. Medians come from histograms
+# whose buckets grow by 2%: the middle of the bucket holding the middle value (the two middle
+# values' for an even count), within 1% of the exact median.
+_DORA_OF: Final = """
+with days as (
+    select measure, bucket, n from deployment_dora_{table} k
+    where k.{key} = any($1::text[])
+      and k.day > (now() at time zone 'UTC')::date - $2::int
 ),
-production as (
-    select d.*
-    from owned o
-    cross join lateral (
-        select d.component_ref, d.state, d.finished_at, d.commit_time
-        from deployment_deploys d
-        where d.component_ref = o.ref and d.production
-          and d.finished_at >= now() - make_interval(days => $2)
-          and d.state in ('succeeded', 'failed', 'rolled_back')
-        offset 0  -- a probe of the partial index per component, never a scan of the window
-    ) d
+totals as (
+    select measure, bucket, sum(n)::bigint as n from days group by 1, 2 having sum(n) > 0
 ),
-restored as (
-    select extract(epoch from next.finished_at - f.finished_at) as seconds
-    from production f
-    cross join lateral (
-        select n.finished_at from deployment_deploys n
-        where n.component_ref = f.component_ref and n.production and n.state = 'succeeded'
-          and n.finished_at > f.finished_at
-        order by n.finished_at limit 1
-    ) next
-    where f.state in ('failed', 'rolled_back')
+ranked as (
+    select measure, bucket,
+           (sum(n) over (partition by measure order by bucket))::bigint as below,
+           (sum(n) over (partition by measure))::bigint as total
+    from totals where measure in ('l', 'r')
+),
+medians as (
+    select measure,
+           (min(deployment_dora_seconds(bucket)) filter (where below >= (total + 1) / 2)
+            + min(deployment_dora_seconds(bucket)) filter (where below >= (total + 2) / 2)) / 2
+               as seconds
+    from ranked group by measure
 )
 select
-    count(*) filter (where state in ('succeeded', 'rolled_back')) as deploys,
-    count(*) filter (where state in ('failed', 'rolled_back')) as failures,
-    count(*) as finished,
-    percentile_cont(0.5) within group (
-        order by extract(epoch from finished_at - commit_time)
-    ) filter (where state in ('succeeded', 'rolled_back') and commit_time is not null)
-        as lead_time,
-    (select percentile_cont(0.5) within group (order by seconds) from restored)
-        as time_to_restore
-from production
+    coalesce((select sum(n) from totals where measure = 'd'), 0) as deploys,
+    coalesce((select sum(n) from totals where measure = 'x'), 0) as failures,
+    coalesce((select sum(n) from totals where measure = 'f'), 0) as finished,
+    (select seconds from medians where measure = 'l') as lead_time,
+    (select seconds from medians where measure = 'r') as time_to_restore
 """
+_DORA_COMPONENTS: Final = _DORA_OF.format(table="components", key="component_ref")
+_DORA_OWNERS: Final = _DORA_OF.format(table="owners", key="owner_ref")
 
 
 async def dora(
     db: Any, refs: list[str], days: int, *, owners: list[str] | None = None
 ) -> DoraFigures:
     """DORA's four keys for production deploys finished in the window: of the components
-    ``refs``, and of every component whose owner is one of ``owners``."""
-    row = await db.fetchrow(_DORA, refs, days, owners or [])
+    ``refs``, or (``owners`` given) of every component whose owner is one of ``owners``."""
+    if owners is not None:
+        row = await db.fetchrow(_DORA_OWNERS, owners, days)
+    else:
+        row = await db.fetchrow(_DORA_COMPONENTS, refs, days)
     return DoraFigures(
         days=days,
         deploys=int(row["deploys"]),

@@ -111,7 +111,7 @@ def _print(settings: Settings, args: argparse.Namespace) -> int:
 
 
 def _check(settings: Settings, args: argparse.Namespace) -> int:
-    from graphql import GraphQLError
+    from graphql import GraphQLError, Source, parse
 
     from graph.plugin import PluginConflict
     from graph.schema_file import plugin_schema
@@ -119,16 +119,13 @@ def _check(settings: Settings, args: argparse.Namespace) -> int:
 
     try:
         fragment = args.fragment.read_text(encoding="utf-8")
+        parse(Source(fragment, str(args.fragment)))  # its own syntax errors, on its own lines
         acknowledgements = (
             args.acknowledgements.read_text(encoding="utf-8") if args.acknowledgements else ""
         )
         operations = read_operations(args.operations)
-    except (OSError, GraphQLError) as exc:
-        print(f"atrium: {exc}", file=sys.stderr)
-        return 1
-    try:
         found = plugin_schema(settings, args.plugin)
-    except PluginConflict as exc:
+    except (OSError, GraphQLError, PluginConflict) as exc:
         print(f"atrium: {exc}", file=sys.stderr)
         return 1
     try:
@@ -141,7 +138,15 @@ def _check(settings: Settings, args: argparse.Namespace) -> int:
             acknowledgements_name=str(args.acknowledgements or "--acknowledgements"),
         )
     except (GraphQLError, TypeError) as exc:
-        print(f"atrium: {args.fragment} does not extend Atrium's schema: {exc}", file=sys.stderr)
+        problems = str(exc).split("\n\n")
+        more = f"\n  ... and {len(problems) - 5} more" if len(problems) > 5 else ""
+        print(
+            f"atrium: {args.fragment} does not extend Atrium's schema (is it what "
+            f"`atrium schema print --plugin {args.plugin}` prints?):\n  "
+            + "\n  ".join(problems[:5])
+            + more,
+            file=sys.stderr,
+        )
         return 1
     for change in report.dangerous:
         print(f"dangerous change (allowed): {change}", file=sys.stderr)

@@ -24,6 +24,7 @@ from graphql import (
     GraphQLError,
     GraphQLSchema,
     OperationDefinitionNode,
+    Source,
     build_schema,
     find_breaking_changes,
     find_dangerous_changes,
@@ -179,11 +180,10 @@ def read_operations(paths: Iterable[Path], *, root: Path | None = None) -> list[
     files: list[Path] = []
     for path in paths:
         files += sorted(path.rglob("*.graphql")) if path.is_dir() else [path]
+    named = {(path.relative_to(root) if root else path).as_posix(): path for path in files}
     documents = {
-        (path.relative_to(root) if root else path).as_posix(): parse(
-            path.read_text(encoding="utf-8")
-        )
-        for path in files
+        origin: parse(Source(path.read_text(encoding="utf-8"), origin))
+        for origin, path in named.items()
     }
     fragments = {
         d.name.value: d

@@ -304,3 +304,18 @@ def test_a_bundled_plugins_fragment_rebuilds_its_schema(plugin_id: str) -> None:
     for old, new in ((rebuilt, live), (live, rebuilt)):
         assert not find_breaking_changes(old, new) and not find_dangerous_changes(old, new)
     assert "extend type " in found.fragment
+
+
+def test_a_file_that_is_no_fragment_is_told(released: Path, tmp_path: Path) -> None:
+    # Atrium's whole schema given for the plugin's fragment: it cannot extend Atrium's.
+    whole = run(
+        "schema", "check", "--plugin", "oncall", str(ROOT / "schema.graphql"), site=released
+    )
+    assert whole.returncode == 1
+    assert "schema.graphql does not extend Atrium's schema" in whole.stderr
+    assert "There can be only one type named 'API'." in whole.stderr and "more" in whole.stderr
+    broken = tmp_path / "broken.graphql"
+    broken.write_text("type OnCall {\n  person: String!\n", encoding="utf-8")
+    result = run("schema", "check", "--plugin", "oncall", str(broken), site=released)
+    assert result.returncode == 1
+    assert "Syntax Error" in result.stderr and f"{broken}:3:1" in result.stderr

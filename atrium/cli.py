@@ -18,6 +18,7 @@ from atrium.cli_db import prepare
 from atrium.cli_lookup import add_lookup_commands
 from atrium.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
 from atrium.cli_plugins import add_plugins_command
+from atrium.cli_schema import add_schema_commands
 from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
 
 __all__ = ["main", "uvicorn_options"]
@@ -150,14 +151,7 @@ def _parser() -> argparse.ArgumentParser:
     add_lookup_commands(commands)
     add_plugins_command(commands)
 
-    schema = commands.add_parser("schema", help="schema commands", description="Schema commands.")
-    schema_commands = schema.add_subparsers(title="commands", metavar="COMMAND", required=True)
-    printer = schema_commands.add_parser(
-        "print",
-        help="print the GraphQL schema (SDL)",
-        description="Print the schema assembled from the catalog and the enabled plugins.",
-    )
-    printer.set_defaults(run=_schema_print)
+    add_schema_commands(commands)
     return parser
 
 
@@ -299,13 +293,6 @@ def _catalog_import(settings: Settings, args: argparse.Namespace) -> int:
         return 1 if result.errors else 0
 
     return asyncio.run(run())
-
-
-def _schema_print(settings: Settings, args: argparse.Namespace) -> int:
-    from graph.schema_file import schema_sdl
-
-    sys.stdout.write(schema_sdl(settings))
-    return 0
 
 
 if __name__ == "__main__":

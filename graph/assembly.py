@@ -5,10 +5,11 @@ from __future__ import annotations
 import copy
 import dataclasses
 import logging
+import re
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from importlib.metadata import entry_points
+from importlib.metadata import EntryPoint, entry_points
 from typing import Any
 
 import strawberry
@@ -45,11 +46,22 @@ from graph.settings import Settings
 from loaders.registry import LoaderRegistry
 from sources.migrations import Migration, core_migrations, read_migrations
 
-__all__ = ["Assembly", "assemble", "core_plugins", "discover_plugins"]
+__all__ = [
+    "Assembly",
+    "assemble",
+    "core_plugins",
+    "discover_plugins",
+    "installed_plugins",
+    "is_bundled",
+    "load_plugin",
+]
 
 log = logging.getLogger(__name__)
 
 ENTRY_POINT_GROUP = "atrium.plugins"
+# The distribution publishing Atrium's own entry points (pyproject.toml): the plugins bundled
+# with Atrium are those it publishes; any other package's are third-party plugins.
+ATRIUM_DISTRIBUTION = "atrium"
 
 
 @dataclass(slots=True)
@@ -90,22 +102,46 @@ def core_plugins() -> list[Plugin]:
     return [CatalogPlugin(), OwnershipPlugin(), AttentionPlugin(), ChangesPlugin()]
 
 
-def discover_plugins(settings: Settings) -> list[Plugin]:
-    """Plugins installed under the ``atrium.plugins`` entry-point group, less disabled ones."""
+def is_bundled(ep: EntryPoint) -> bool:
+    """Whether an ``atrium.plugins`` entry point is one of Atrium's bundled plugins: published
+    by Atrium's own distribution, not by another package (whatever its module is named)."""
+    dist = ep.dist
+    return dist is not None and _canonical(dist.name) == ATRIUM_DISTRIBUTION
+
+
+def installed_plugins(*, bundled: bool | None = None) -> list[EntryPoint]:
+    """The ``atrium.plugins`` entry points installed, by name: all of them, or (``bundled``)
+    only Atrium's own, or (``bundled=False``) only third-party ones."""
+    found = sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name)
+    return [ep for ep in found if bundled is None or is_bundled(ep) == bundled]
+
+
+def load_plugin(ep: EntryPoint) -> Plugin:
+    """The plugin an entry point names, checked to be one and to have the entry point's id."""
+    plugin = ep.load()
+    if not isinstance(plugin, Plugin):
+        raise PluginConflict(f"entry point {ep.name} ({ep.value}) is not an Atrium plugin")
+    if plugin.id != ep.name:
+        raise PluginConflict(
+            f"entry point {ep.name} ({ep.value}) loads a plugin whose id is {plugin.id}"
+        )
+    return plugin
+
+
+def discover_plugins(settings: Settings, *, bundled: bool | None = None) -> list[Plugin]:
+    """Plugins installed under the ``atrium.plugins`` entry-point group, less disabled ones;
+    ``bundled=True``: only Atrium's own, as its committed ``schema.graphql`` is made of."""
     found: list[Plugin] = []
-    for ep in sorted(entry_points(group=ENTRY_POINT_GROUP), key=lambda e: e.name):
+    for ep in installed_plugins(bundled=bundled):
         if ep.name in settings.disabled_plugins:
             log.info("plugin disabled", extra={"plugin": ep.name})
             continue
-        plugin = ep.load()
-        if not isinstance(plugin, Plugin):
-            raise PluginConflict(f"entry point {ep.name} ({ep.value}) is not an Atrium plugin")
-        if plugin.id != ep.name:
-            raise PluginConflict(
-                f"entry point {ep.name} ({ep.value}) loads a plugin whose id is {plugin.id}"
-            )
-        found.append(plugin)
+        found.append(load_plugin(ep))
     return found
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:

@@ -14,7 +14,7 @@ import pytest
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from graph.assembly import assemble, discover_plugins
+from graph.assembly import assemble, discover_plugins, installed_plugins
 from graph.catalog.plugin import CatalogPlugin
 from graph.plugin import (
     DataLoader,
@@ -63,9 +63,10 @@ def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path
 async def test_an_installed_plugin_is_discovered_and_serves_its_field(
     installed_example: Path, make_client: AppFactory
 ) -> None:
-    found = discover_plugins(
-        Settings(disabled_plugins=["deployments", "observability", "pincompute"])
-    )
+    # Every other plugin installed here off (Atrium's own, and any other package's): this is
+    # about the example alone.
+    others = [ep.name for ep in installed_plugins() if ep.name != "hello"]
+    found = discover_plugins(Settings(disabled_plugins=others))
     assert [p.id for p in found] == ["hello"]
     client = await make_client(plugins=found)
     body = await client.gql('{ en: hello(name: "Ada") fr: hello(name: "Ada", language: "fr") }')
@@ -77,10 +78,22 @@ async def test_an_installed_plugin_is_discovered_and_serves_its_field(
     assert [(r["scope"], r["version"]) for r in scopes] == [("hello", 1)]
 
 
+def test_bundled_plugins_are_told_from_third_party_ones(installed_example: Path) -> None:
+    # Atrium's own are those its distribution publishes; the example's package is another.
+    bundled = [ep.name for ep in installed_plugins(bundled=True)]
+    assert bundled == ["deployments", "observability", "pincompute"]
+    assert "hello" in [ep.name for ep in installed_plugins(bundled=False)]
+    assert [p.id for p in discover_plugins(Settings(), bundled=True)] == bundled
+    third_party = [p.id for p in discover_plugins(Settings(), bundled=False)]
+    assert "hello" in third_party and not set(third_party) & set(bundled)
+
+
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:
+    installed = [ep.name for ep in installed_plugins()]
+    assert "hello" in installed
     found = discover_plugins(Settings(disabled_plugins=["hello"]))
-    assert [p.id for p in found] == ["deployments", "observability", "pincompute"]
-    every = "hello, deployments, observability, pincompute"
+    assert [p.id for p in found] == [name for name in installed if name != "hello"]
+    every = ", ".join(installed)
     assert discover_plugins(Settings.model_validate({"disabled_plugins": every})) == []
 
 

@@ -9,38 +9,31 @@ Comparing with the working tree's ``schema.graphql`` would guard nothing once ``
 has rewritten it (``test_schema_file.py`` keeps that file equal to the generated schema).
 Every operation of the console (its persisted-query manifest once built, and the documents
 in ``web/src``) must validate against the live schema: no acknowledgement excuses that.
+The gate itself is ``graph.schema_gate``, which ``atrium schema check --plugin`` runs over a
+plugin's fragment; a third-party plugin installed is no part of the schema compared here.
 """
 
 from __future__ import annotations
 
-import re
 import subprocess
 import warnings
-from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
 from graphql import (
-    DocumentNode,
-    FragmentDefinitionNode,
-    GraphQLError,
     GraphQLField,
     GraphQLInt,
     GraphQLObjectType,
     GraphQLOutputType,
     GraphQLSchema,
-    OperationDefinitionNode,
     build_schema,
-    find_breaking_changes,
-    find_dangerous_changes,
-    parse,
-    print_ast,
     print_schema,
-    validate,
 )
 
-from graph.assembly import assemble, core_plugins, discover_plugins
+from graph.assembly import assemble
 from graph.persisted import read_manifest
+from graph.schema_file import atrium_plugins
+from graph.schema_gate import Operation, check, read_acknowledgements, read_operations
 from graph.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent.parent
@@ -48,113 +41,16 @@ ACKNOWLEDGEMENTS = ROOT / "schema-changes.md"
 MANIFEST = ROOT / "web" / "dist" / "persisted-query-manifest.json"
 WEB_SOURCES = ROOT / "web" / "src"
 
-BASELINE_LINE = re.compile(r"^Baseline: `?(?P<commit>[0-9a-f]{7,40})`?\s*$", re.MULTILINE)
-ACK_LINE = re.compile(r"^- (?P<change>[A-Z_]+: .+?) Reason: (?P<reason>\S.*)$")
-
-
-@dataclass(frozen=True)
-class Operation:
-    origin: str  # where it comes from, for messages
-    name: str
-    body: str
-
-
-@dataclass
-class Acknowledgements:
-    baseline: str | None
-    changes: dict[str, str]  # "TYPE: description" -> reason
-    malformed: list[str]
-
-
-@dataclass
-class Report:
-    unacknowledged: list[str] = field(default_factory=list)
-    stale: list[str] = field(default_factory=list)
-    malformed: list[str] = field(default_factory=list)
-    invalid_operations: list[str] = field(default_factory=list)
-    dangerous: list[str] = field(default_factory=list)
-
-    def failures(self) -> list[str]:
-        return [
-            *(
-                f"breaking change not acknowledged in schema-changes.md: {c}"
-                " (a deployed client may use it: acknowledge it as `- <change> Reason: <why>`"
-                " or keep the schema compatible)"
-                for c in self.unacknowledged
-            ),
-            *(
-                f"stale acknowledgement in schema-changes.md (no such change from the"
-                f" baseline any more; remove it): {c}"
-                for c in self.stale
-            ),
-            *(
-                f"schema-changes.md: not `- TYPE: description Reason: why`: {line!r}"
-                for line in self.malformed
-            ),
-            *(
-                f"console operation invalid on the live schema: {e}"
-                for e in self.invalid_operations
-            ),
-        ]
-
-
-def read_acknowledgements(text: str) -> Acknowledgements:
-    """The baseline commit and the acknowledged changes (list items under ``## Acknowledged``)."""
-    baseline = BASELINE_LINE.search(text)
-    changes: dict[str, str] = {}
-    malformed: list[str] = []
-    in_section = False
-    for line in text.splitlines():
-        if line.startswith("## "):
-            in_section = line.strip() == "## Acknowledged"
-            continue
-        if not in_section or not line.startswith("- "):
-            continue
-        match = ACK_LINE.match(line.rstrip())
-        if match is None:
-            malformed.append(line)
-        else:
-            changes[match["change"]] = match["reason"]
-    return Acknowledgements(baseline and baseline["commit"], changes, malformed)
-
-
-def validate_operations(schema: GraphQLSchema, operations: list[Operation]) -> list[str]:
-    problems = []
-    for op in operations:
-        try:
-            errors = validate(schema, parse(op.body))
-        except GraphQLError as exc:
-            errors = [exc]
-        problems += [f"{op.name} ({op.origin}): {e.message}" for e in errors]
-    return problems
-
-
-def check(
-    baseline_sdl: str, live: GraphQLSchema, acknowledgements: str, operations: list[Operation]
-) -> Report:
-    """What ``make test`` holds against a live schema: the whole guard, in one place."""
-    baseline = build_schema(baseline_sdl)
-    acks = read_acknowledgements(acknowledgements)
-    breaking = [f"{c.type.name}: {c.description}" for c in find_breaking_changes(baseline, live)]
-    return Report(
-        unacknowledged=[c for c in breaking if c not in acks.changes],
-        stale=[c for c in acks.changes if c not in breaking],
-        malformed=acks.malformed,
-        invalid_operations=validate_operations(live, operations),
-        dangerous=[
-            f"{c.type.name}: {c.description}" for c in find_dangerous_changes(baseline, live)
-        ],
-    )
-
 
 # Inputs: the live schema, the baseline, the console's operations.
 
 
 @pytest.fixture(scope="module")
 def live_schema() -> GraphQLSchema:
-    """The schema as `atrium schema print` assembles it: the core and the installed plugins."""
+    """The schema as `atrium schema print` assembles it: the core and the bundled plugins
+    (a third-party plugin installed beside them has a gate of its own)."""
     settings = Settings()
-    schema = assemble(settings, [*core_plugins(), *discover_plugins(settings)]).schema
+    schema = assemble(settings, atrium_plugins(settings)).schema
     assert schema is not None
     return schema._schema
 
@@ -180,45 +76,9 @@ def baseline_sdl(commit: str) -> str:
     return shown.stdout
 
 
-def _operations_of(
-    document: DocumentNode, fragments: dict[str, FragmentDefinitionNode]
-) -> list[str]:
-    """Each operation of a document as a document of its own, with the fragments it spreads."""
-    bodies = []
-    for definition in document.definitions:
-        if not isinstance(definition, OperationDefinitionNode):
-            continue
-        needed: dict[str, FragmentDefinitionNode] = {}
-        pending = [print_ast(definition)]
-        while pending:
-            for name in re.findall(r"\.\.\.\s*([_A-Za-z]\w*)", pending.pop()):
-                if name != "on" and name in fragments and name not in needed:
-                    needed[name] = fragments[name]
-                    pending.append(print_ast(fragments[name]))
-        bodies.append("\n\n".join([print_ast(definition), *map(print_ast, needed.values())]))
-    return bodies
-
-
 def source_operations() -> list[Operation]:
     """The operations of web/src/**/*.graphql, fragments shared across files."""
-    documents = {
-        path.relative_to(ROOT).as_posix(): parse(path.read_text(encoding="utf-8"))
-        for path in sorted(WEB_SOURCES.rglob("*.graphql"))
-    }
-    fragments = {
-        d.name.value: d
-        for doc in documents.values()
-        for d in doc.definitions
-        if isinstance(d, FragmentDefinitionNode)
-    }
-    operations = []
-    for origin, document in documents.items():
-        for body in _operations_of(document, fragments):
-            name = parse(body).definitions[0]
-            assert isinstance(name, OperationDefinitionNode)
-            label = name.name.value if name.name else "(anonymous)"
-            operations.append(Operation(origin, label, body))
-    return operations
+    return read_operations([WEB_SOURCES], root=ROOT)
 
 
 def console_operations() -> list[Operation]:

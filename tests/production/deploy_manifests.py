@@ -11,7 +11,6 @@ import pkgutil
 import re
 import typing
 from dataclasses import dataclass
-from importlib.metadata import entry_points
 from pathlib import Path
 from typing import Any
 
@@ -20,7 +19,7 @@ from kubernetes_asyncio import client
 from pydantic import BaseModel, SecretStr
 from pydantic_settings import BaseSettings
 
-from graph.assembly import ENTRY_POINT_GROUP
+from graph.assembly import installed_plugins
 from graph.plugin_settings import ENV_PREFIX, PluginSettings
 from graph.settings import Settings
 from tests.conftest import ROOT
@@ -167,9 +166,10 @@ def _holds(annotation: Any, wanted: type) -> bool:
 
 def atrium_settings() -> dict[str, Setting]:
     """Every ``ATRIUM_`` variable Atrium reads, by name: the core's Settings, and each
-    settings model in the plugins `atrium serve` loads (found through their entry points, as
-    it finds them; a plugin's model reads ``ATRIUM_<FIELD>``, see ``graph.plugin_settings``)."""
-    packages = [ep.module for ep in entry_points(group=ENTRY_POINT_GROUP)]
+    settings model in the bundled plugins (found through their entry points, as `atrium serve`
+    finds them; a plugin's model reads ``ATRIUM_<FIELD>``, see ``graph.plugin_settings``).
+    A third-party plugin installed beside them documents and deploys its own."""
+    packages = [ep.module for ep in installed_plugins(bundled=True)]
     for package in packages:
         module = importlib.import_module(package)
         for info in pkgutil.walk_packages(getattr(module, "__path__", []), f"{package}."):

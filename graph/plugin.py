@@ -18,7 +18,20 @@ say how long with ``CacheControl(max_age=..., scope=CacheScope.PRIVATE)`` as sch
 (unhinted object fields count as 0: never cached). A field whose data changes outside the
 catalog must carry its own ``max_age``; a resolver can tighten its request's policy with
 ``info.context.cache_hint(...)`` and name what its answer depends on with
-``info.context.depends_on(...)`` (entity refs, ``kind:<kind>``).
+``info.context.depends_on(...)``.
+
+Change keys (what ``depends_on`` tags an answer with and ``announce_changes`` announces) follow
+explicit rules, never guessed from the look of a key:
+
+- ``entity_key(ref)``, a catalog entity's normalized ref (``component:default/checkout``):
+  announcing it also drops the lists of its kind and the answers over the whole catalog;
+- ``kind:<kind>`` and ``WHOLE_CATALOG`` (``catalog``), Atrium's tags of lists: a resolver
+  listing entities of its own choosing depends on them;
+- ``change_key(namespace, *parts)``, a plugin's own key (``change_key("oncall", ref)`` is
+  ``oncall:component:default/checkout``): announcing it drops the answers tagged with that
+  very key and nothing else, whatever its parts hold. Take the plugin's id as the namespace;
+  catalog kinds and the namespaces Atrium uses (``kind``, ``catalog``, ``stars``,
+  ``session``) are refused with ``ValueError``.
 
 YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
 bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
@@ -78,6 +91,7 @@ from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import SETTINGS_FILE, Settings
 from loaders.cache import Caches, MultiLevelCache, json_codec
 from loaders.cache_first import CacheFirstLoader
+from loaders.change_keys import WHOLE_CATALOG, change_key, entity_key
 from loaders.memory import MISSING
 from loaders.registry import LoaderFactory, LoaderServices
 from resolvers.attention import AttentionItem, AttentionProvider
@@ -89,6 +103,7 @@ __all__ = [
     "EVERYTHING",
     "JSON",
     "MISSING",
+    "WHOLE_CATALOG",
     "AdminOnly",
     "AttentionItem",
     "AttentionLevel",
@@ -128,10 +143,12 @@ __all__ = [
     "Viewer",
     "announce_changes",
     "app_services",
+    "change_key",
     "entities_owned_by",
     "entities_with_annotation",
     "entity",
     "entity_href",
+    "entity_key",
     "entity_owner",
     "follow_changes",
     "load_yaml",
@@ -512,7 +529,9 @@ def shared_cache(services: Any, name: str, *, ttl: float) -> MultiLevelCache:
 async def announce_changes(holder: Context | Any, keys: list[str]) -> None:
     """Tell every replica that what these keys name changed: cached answers tagged with any
     of them are dropped (a resolver tags its answer with ``info.context.depends_on``), and
-    ``follow_changes`` listeners wake. ``holder`` is a request's context or the services."""
+    ``follow_changes`` listeners wake. ``holder`` is a request's context or the services.
+    Name entities with ``entity_key(ref)`` and the plugin's own data with ``change_key``:
+    only entity keys drop the catalog's lists (the module's docstring has the rules)."""
     await holder.invalidate(keys)
 
 

@@ -10,6 +10,7 @@ from typing import Any, Final
 from strawberry import relay
 
 from graph.plugin import (
+    WHOLE_CATALOG,
     CacheControl,
     CacheScope,
     Info,
@@ -35,9 +36,9 @@ from plugins.deployments.queries import (
 from plugins.deployments.service import PLUGIN_ID, Deployments
 from plugins.deployments.store import (
     ANY_DEPLOY,
-    CHANGE_PREFIX,
     DEPLOY_COLUMNS,
     DeployRow,
+    deploys_key,
 )
 from plugins.deployments.types import (
     Deploy,
@@ -83,7 +84,7 @@ async def component_ref(info: Info, ref: str) -> str:
 
 def _shows(info: Info, ref: str) -> None:
     """This answer shows the component's deploys: cached briefly, dropped when they change."""
-    info.context.depends_on(f"{CHANGE_PREFIX}{ref}")
+    info.context.depends_on(deploys_key(ref))
     info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
 
 
@@ -237,7 +238,7 @@ class GroupDeployments:
         owners = await owner_refs(info.context, ref)
         # Any component's deploys may change a team's figures, and so may ownership (a catalog
         # change): dropped by either.
-        info.context.depends_on(ANY_DEPLOY, "catalog")
+        info.context.depends_on(ANY_DEPLOY, WHOLE_CATALOG)
         info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
         return _dora(await dora(info.context.db, [], days, owners=owners))
 

@@ -85,6 +85,7 @@ from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
 from graph.fanout import Fanout, Mailbox, SubscriberTooSlow
+from graph.parents import EntityParent, Parent, ViewerParent
 from graph.plugin_settings import InvalidPluginSettings, PluginSettings, ReadSettings
 from graph.plugin_settings import read_plugin_settings as _read_plugin_settings
 from graph.provided import EVERYTHING, ServiceMissing
@@ -118,6 +119,7 @@ __all__ = [
     "Demo",
     "Entity",
     "EntityOwner",
+    "EntityParent",
     "Fanout",
     "GaugeSource",
     "Info",
@@ -128,6 +130,7 @@ __all__ = [
     "Mailbox",
     "MultiLevelCache",
     "PagePanel",
+    "Parent",
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
@@ -141,6 +144,7 @@ __all__ = [
     "User",
     "UserError",
     "Viewer",
+    "ViewerParent",
     "announce_changes",
     "app_services",
     "change_key",
@@ -300,9 +304,11 @@ class PluginBuilder:
 
     def extend_type(self, name: str, fields: type, *, optional: bool = False) -> type:
         """Add the fields of a ``@strawberry.type`` class to another plugin's type, named as in
-        the schema (``builder.extend_type("Component", ComponentWorkloads)``). Resolvers see
-        the extended type's object as ``self`` and should read only its schema fields (what
-        any client could read). A type no plugin defines fails the start-up, unless
+        the schema (``builder.extend_type("Component", ComponentWorkloads)``). A resolver
+        names the extended type's object with ``parent: Parent[EntityParent]`` (any catalog
+        kind; ``ViewerParent`` for ``Viewer``; for another plugin's type a ``Protocol`` of the
+        fields it reads), typed for mypy, and reads only its schema fields (what any client
+        could read). A type no plugin defines fails the start-up, unless
         ``optional``: then the fields are left out, as for a plugin that is not installed
         (the type must be one its plugin declares with ``types``)."""
         self.contribution.type_extensions.setdefault(name, []).append(

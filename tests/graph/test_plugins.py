@@ -26,6 +26,8 @@ from graph.plugin import (
     strawberry,
 )
 from graph.settings import Settings
+from sources.catalog.documents import parse_documents
+from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_plugin"
@@ -75,6 +77,32 @@ async def test_an_installed_plugin_is_discovered_and_serves_its_field(
         "select scope, version from atrium_migrations where scope = 'hello'"
     )
     assert [(r["scope"], r["version"]) for r in scopes] == [("hello", 1)]
+
+
+GREETING = """query Greeting($ref: String!) {
+  entity(ref: $ref) { ... on Component { greeting(language: "fr") } }
+}"""
+
+
+async def test_a_field_joining_component_reads_its_typed_parent(
+    installed_example: Path, make_client: AppFactory
+) -> None:
+    found = discover_plugins(
+        Settings(disabled_plugins=["deployments", "observability", "pincompute"])
+    )
+    client = await make_client(plugins=found)
+    yaml = (
+        "apiVersion: backstage.io/v1alpha1\nkind: Component\n"
+        "metadata: {name: cart, title: Cart}\nspec: {type: service, lifecycle: production, owner: team-a}\n"
+    )
+    result = await apply_batch(client.services.db, parse_documents(yaml, "c.yaml"))
+    assert not result.errors
+    expected = {"entity": {"greeting": "Bonjour, Cart (component:default/cart)!"}}
+    body = await client.gql(GREETING, {"ref": "component:cart"})
+    assert body["data"] == expected
+    for _ in range(2):  # learned, then run on its compiled plan, which passes the parent too
+        response = await client.persisted_get(GREETING, {"ref": "component:cart"})
+        assert response.json() == {"data": expected}
 
 
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:

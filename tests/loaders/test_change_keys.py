@@ -13,7 +13,9 @@ from tests.conftest import AppFactory, Client
 from tests.graph.test_response_cache import apply, component, hits
 
 EVERY_ENTITY = "query Every { entities(first: 10) { edges { node { ref } } } }"
-COMPONENTS = 'query Components { entities(filter: {kind: ["component"]}, first: 10) { totalCount } }'
+COMPONENTS = (
+    'query Components { entities(filter: {kind: ["component"]}, first: 10) { totalCount } }'
+)
 
 
 def test_an_entity_key_is_the_normalized_ref() -> None:

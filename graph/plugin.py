@@ -33,6 +33,11 @@ explicit rules, never guessed from the look of a key:
   catalog kinds and the namespaces Atrium uses (``kind``, ``catalog``, ``stars``,
   ``session``) are refused with ``ValueError``.
 
+Refs are read as the catalog reads them: ``normalize_ref(text, default_kind=...)`` gives the
+stored form (``Component:Checkout`` → ``component:default/checkout``), ``parse_ref`` its
+parts as an ``EntityRef`` (kind as the catalog spells it, namespace, name); both raise
+``InvalidRef`` for text that names no entity, which a resolver turns into a client error.
+
 YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
 bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
 so no text can make a server error.
@@ -97,6 +102,7 @@ from loaders.memory import MISSING
 from loaders.registry import LoaderFactory, LoaderServices
 from resolvers.attention import AttentionItem, AttentionProvider
 from sources.auth import Viewer
+from sources.catalog.refs import EntityRef, normalize_ref, parse_ref
 from sources.errors import InvalidRef
 from sources.yaml_json import InvalidYaml, load_yaml
 
@@ -120,10 +126,12 @@ __all__ = [
     "Entity",
     "EntityOwner",
     "EntityParent",
+    "EntityRef",
     "Fanout",
     "GaugeSource",
     "Info",
     "InvalidPluginSettings",
+    "InvalidRef",
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
@@ -156,7 +164,9 @@ __all__ = [
     "entity_owner",
     "follow_changes",
     "load_yaml",
+    "normalize_ref",
     "owner_refs",
+    "parse_ref",
     "service",
     "shared_cache",
     "strawberry",

@@ -90,7 +90,7 @@ async def test_a_field_joining_component_reads_its_typed_parent(
     found = discover_plugins(
         Settings(disabled_plugins=["deployments", "observability", "pincompute"])
     )
-    client = await make_client(plugins=found)
+    client = await make_client(plugins=found, response_cache=False)  # every GET executes
     yaml = (
         "apiVersion: backstage.io/v1alpha1\nkind: Component\n"
         "metadata: {name: cart, title: Cart}\nspec: {type: service, lifecycle: production, owner: team-a}\n"
@@ -103,6 +103,8 @@ async def test_a_field_joining_component_reads_its_typed_parent(
     for _ in range(2):  # learned, then run on its compiled plan, which passes the parent too
         response = await client.persisted_get(GREETING, {"ref": "component:cart"})
         assert response.json() == {"data": expected}
+    metrics = (await client.get("/metrics")).text
+    assert 'atrium_operation_runs_total{executor="plan",reason="compiled"} 2.0' in metrics
 
 
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:

@@ -9,9 +9,12 @@ entry-point group ``atrium.plugins``::
 In ``setup`` it adds what it brings: types, query and mutation fields, loaders (named
 ``<plugin>.<name>``), schema extensions, SQL migrations, background jobs and gauges. Fields
 that change something declare who may call them with ``Authorize`` and a rule (``EntityOwner``,
-``AdminOnly``, or the plugin's own), which also writes the audit log. Atrium's own
-catalog registers through the same builder. Two plugins claiming one field fail at start-up,
-naming both.
+``AdminOnly``, or the plugin's own), which also writes the audit log; its before and after
+picture the rule's target (an entity's row) unless the mutation changes a record of the
+plugin's own and says so with ``Authorize(rule, action, snapshot=hook)``: ``await hook(info,
+target, arguments)`` returns that record as JSON values, read before the change and after.
+Atrium's own catalog registers through the same builder. Two plugins claiming one field fail
+at start-up, naming both.
 
 Answers are cached whole when every field they select allows it: a plugin's types and fields
 say how long with ``CacheControl(max_age=..., scope=CacheScope.PRIVATE)`` as schema directives
@@ -85,7 +88,7 @@ from strawberry.scalars import JSON
 
 from graph.attention.links import entity_href, workload_href
 from graph.attention.types import AttentionLevel
-from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
+from graph.authz import AdminOnly, AuditSnapshot, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
@@ -115,6 +118,7 @@ __all__ = [
     "AttentionItem",
     "AttentionLevel",
     "AttentionProvider",
+    "AuditSnapshot",
     "Authorize",
     "BackgroundJob",
     "CacheControl",

@@ -41,9 +41,10 @@ stored form (``Component:Checkout`` → ``component:default/checkout``), ``parse
 parts as an ``EntityRef`` (kind as the catalog spells it, namespace, name); both raise
 ``InvalidRef`` for text that names no entity, which a resolver turns into a client error.
 
-YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
-bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
-so no text can make a server error.
+YAML a client sends (a manifest, say) is read with ``load_yaml_document`` (the one document's
+value) or ``load_yaml`` (a list of every document, even of one): plain JSON values only,
+bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong
+(or that one document was expected), so no text can make a server error.
 
 Plugins work together through named services, never by importing each other: one
 ``provide``s a service built from its lifespan's state (PinCompute provides ``workloads``),
@@ -107,7 +108,7 @@ from resolvers.attention import AttentionItem, AttentionProvider
 from sources.auth import Viewer
 from sources.catalog.refs import EntityRef, normalize_ref, parse_ref
 from sources.errors import InvalidRef
-from sources.yaml_json import InvalidYaml, load_yaml
+from sources.yaml_json import InvalidYaml, load_yaml, load_yaml_document
 
 __all__ = [
     "EVERYTHING",
@@ -168,6 +169,7 @@ __all__ = [
     "entity_owner",
     "follow_changes",
     "load_yaml",
+    "load_yaml_document",
     "normalize_ref",
     "owner_refs",
     "parse_ref",

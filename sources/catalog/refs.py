@@ -18,8 +18,8 @@ from sources.text import unstorable
 
 __all__ = [
     "DEFAULT_NAMESPACE",
-    "EntityRef",
     "KINDS",
+    "EntityRef",
     "canonical_kind",
     "check_name",
     "make_ref",

@@ -90,6 +90,12 @@ class Assembly:
     # Compiled plans of known operations; None when they are off, or when a plugin's schema
     # extension must see every execution.
     plans: Plans | None = None
+    # Why they are off, in words (`atrium plugins` shows it); None when they run.
+    plans_off: str | None = None
+    # Each plugin's contributions as its builder collected them, by plugin id.
+    contributions: dict[str, Any] = field(default_factory=dict)
+    # The schema extensions each plugin adds, by plugin id (any switches compiled plans off).
+    plugin_extensions: dict[str, list[str]] = field(default_factory=dict)
 
 
 def core_plugins() -> list[Plugin]:
@@ -166,6 +172,9 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             invalid.append(str(exc))  # told with every other plugin's, below
             continue
         contribution = builder.contribution
+        assembly.contributions[plugin.id] = contribution
+        if contribution.extensions:
+            assembly.plugin_extensions[plugin.id] = [_name(e) for e in contribution.extensions]
         for root, classes in (
             ("Query", contribution.query),
             ("Mutation", contribution.mutation),
@@ -235,7 +244,19 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             config=StrawberryConfig(disable_field_suggestions=settings.production),
         )
     assembly.policies.hints = CacheHints(assembly.schema._schema)
-    if settings.compiled_plans and not extensions:
+    if not settings.compiled_plans:
+        assembly.plans_off = "ATRIUM_COMPILED_PLANS is off"
+    elif extensions:
+        assembly.plans_off = "schema extensions, which must see every execution: " + "; ".join(
+            f"{', '.join(names)} of plugin {plugin_id}"
+            for plugin_id, names in assembly.plugin_extensions.items()
+        )
+        log.info(
+            "compiled plans are off: a plugin adds a schema extension, which must see every "
+            "execution",
+            extra={"extensions": [_name(e) for e in extensions]},
+        )
+    else:
         assembly.plans = Plans(
             assembly.schema,
             assembly.policies,
@@ -245,13 +266,11 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
             assumed_list_size=settings.cost_list_size,
             production=settings.production,
         )
-    elif extensions:
-        log.info(
-            "compiled plans are off: a plugin adds a schema extension, which must see every "
-            "execution",
-            extra={"extensions": [getattr(e, "__name__", repr(e)) for e in extensions]},
-        )
     return assembly
+
+
+def _name(extension: Any) -> str:
+    return str(getattr(extension, "__name__", None) or type(extension).__name__)
 
 
 @contextmanager

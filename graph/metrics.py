@@ -86,6 +86,26 @@ class _Requests(Collector):
         yield latency
 
 
+class _OperationRuns(Collector):
+    """Operations executed, by executor: on a compiled plan, or on the generic executor and
+    why (graph.services.Services.execute names the reasons)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[tuple[str, str], int] = {}
+
+    def collect(self) -> Iterator[Metric]:
+        runs = CounterMetricFamily(
+            "atrium_operation_runs",
+            "Operations executed since start, by executor (plan: a compiled plan; generic) and "
+            "reason (compiled; or why the generic executor ran: plans_off, not_persisted, "
+            "first_run, not_plannable, declined)",
+            labels=["executor", "reason"],
+        )
+        for (executor, reason), n in sorted(self.counts.items()):
+            runs.add_metric([executor, reason], n)
+        yield runs
+
+
 def _bound(value: float) -> str:
     return "+Inf" if value == math.inf else repr(value)
 
@@ -127,6 +147,8 @@ class Metrics:
             "in atrium_graphql_requests too)",
             registry=self.registry,
         )
+        self._runs = _OperationRuns()
+        self.registry.register(self._runs)
         self._operations: set[str] = set()
         self._sources: list[tuple[Any, Gauge]] = []
 
@@ -137,6 +159,12 @@ class Metrics:
     def observe_requests(self, name: str | None, status: int, seconds: Sequence[float]) -> None:
         """Requests of one operation answered alike, counted at once."""
         self._requests.observe_many(self.operation_label(name), status, seconds)
+
+    def count_run(self, executor: str, reason: str) -> None:
+        """An operation executed (``atrium_operation_runs``)."""
+        key = (executor, reason)
+        counts = self._runs.counts
+        counts[key] = counts.get(key, 0) + 1
 
     def observe_route(self, route: str, status: int, seconds: float) -> None:
         self._routes.observe(route, status, seconds)

@@ -9,20 +9,42 @@ entry-point group ``atrium.plugins``::
 In ``setup`` it adds what it brings: types, query and mutation fields, loaders (named
 ``<plugin>.<name>``), schema extensions, SQL migrations, background jobs and gauges. Fields
 that change something declare who may call them with ``Authorize`` and a rule (``EntityOwner``,
-``AdminOnly``, or the plugin's own), which also writes the audit log. Atrium's own
-catalog registers through the same builder. Two plugins claiming one field fail at start-up,
-naming both.
+``AdminOnly``, or the plugin's own), which also writes the audit log; its before and after
+picture the rule's target (an entity's row) unless the mutation changes a record of the
+plugin's own and says so with ``Authorize(rule, action, snapshot=hook)``: ``await hook(info,
+target, arguments)`` returns that record as JSON values, read before the change and after.
+Atrium's own catalog registers through the same builder. Two plugins claiming one field fail
+at start-up, naming both.
 
 Answers are cached whole when every field they select allows it: a plugin's types and fields
 say how long with ``CacheControl(max_age=..., scope=CacheScope.PRIVATE)`` as schema directives
 (unhinted object fields count as 0: never cached). A field whose data changes outside the
 catalog must carry its own ``max_age``; a resolver can tighten its request's policy with
 ``info.context.cache_hint(...)`` and name what its answer depends on with
-``info.context.depends_on(...)`` (entity refs, ``kind:<kind>``).
+``info.context.depends_on(...)``.
 
-YAML a client sends (a manifest, say) is read with ``load_yaml``: plain JSON values only,
-bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong,
-so no text can make a server error.
+Change keys (what ``depends_on`` tags an answer with and ``announce_changes`` announces) follow
+explicit rules, never guessed from the look of a key:
+
+- ``entity_key(ref)``, a catalog entity's normalized ref (``component:default/checkout``):
+  announcing it also drops the lists of its kind and the answers over the whole catalog;
+- ``kind:<kind>`` and ``WHOLE_CATALOG`` (``catalog``), Atrium's tags of lists: a resolver
+  listing entities of its own choosing depends on them;
+- ``change_key(namespace, *parts)``, a plugin's own key (``change_key("oncall", ref)`` is
+  ``oncall:component:default/checkout``): announcing it drops the answers tagged with that
+  very key and nothing else, whatever its parts hold. Take the plugin's id as the namespace;
+  catalog kinds and the namespaces Atrium uses (``kind``, ``catalog``, ``stars``,
+  ``session``) are refused with ``ValueError``.
+
+Refs are read as the catalog reads them: ``normalize_ref(text, default_kind=...)`` gives the
+stored form (``Component:Checkout`` → ``component:default/checkout``), ``parse_ref`` its
+parts as an ``EntityRef`` (kind as the catalog spells it, namespace, name); both raise
+``InvalidRef`` for text that names no entity, which a resolver turns into a client error.
+
+YAML a client sends (a manifest, say) is read with ``load_yaml_document`` (the one document's
+value) or ``load_yaml`` (a list of every document, even of one): plain JSON values only,
+bounded in depth and size, and ``InvalidYaml`` saying the line and column of what is wrong
+(or that one document was expected), so no text can make a server error.
 
 Plugins work together through named services, never by importing each other: one
 ``provide``s a service built from its lifespan's state (PinCompute provides ``workloads``),
@@ -67,32 +89,37 @@ from strawberry.scalars import JSON
 
 from graph.attention.links import entity_href, workload_href
 from graph.attention.types import AttentionLevel
-from graph.authz import AdminOnly, Authorize, EntityOwner, Rule, Target
+from graph.authz import AdminOnly, AuditSnapshot, Authorize, EntityOwner, Rule, Target
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
 from graph.fanout import Fanout, Mailbox, SubscriberTooSlow
+from graph.parents import EntityParent, Parent, ViewerParent
 from graph.plugin_settings import InvalidPluginSettings, PluginSettings, ReadSettings
 from graph.plugin_settings import read_plugin_settings as _read_plugin_settings
 from graph.provided import EVERYTHING, ServiceMissing
 from graph.settings import SETTINGS_FILE, Settings
 from loaders.cache import Caches, MultiLevelCache, json_codec
 from loaders.cache_first import CacheFirstLoader
+from loaders.change_keys import WHOLE_CATALOG, change_key, entity_key
 from loaders.memory import MISSING
 from loaders.registry import LoaderFactory, LoaderServices
 from resolvers.attention import AttentionItem, AttentionProvider
 from sources.auth import Viewer
+from sources.catalog.refs import EntityRef, normalize_ref, parse_ref
 from sources.errors import InvalidRef
-from sources.yaml_json import InvalidYaml, load_yaml
+from sources.yaml_json import InvalidYaml, load_yaml, load_yaml_document
 
 __all__ = [
     "EVERYTHING",
     "JSON",
     "MISSING",
+    "WHOLE_CATALOG",
     "AdminOnly",
     "AttentionItem",
     "AttentionLevel",
     "AttentionProvider",
+    "AuditSnapshot",
     "Authorize",
     "BackgroundJob",
     "CacheControl",
@@ -103,16 +130,20 @@ __all__ = [
     "Demo",
     "Entity",
     "EntityOwner",
+    "EntityParent",
+    "EntityRef",
     "Fanout",
     "GaugeSource",
     "Info",
     "InvalidPluginSettings",
+    "InvalidRef",
     "InvalidYaml",
     "Lifespan",
     "LoaderServices",
     "Mailbox",
     "MultiLevelCache",
     "PagePanel",
+    "Parent",
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
@@ -126,16 +157,22 @@ __all__ = [
     "User",
     "UserError",
     "Viewer",
+    "ViewerParent",
     "announce_changes",
     "app_services",
+    "change_key",
     "entities_owned_by",
     "entities_with_annotation",
     "entity",
     "entity_href",
+    "entity_key",
     "entity_owner",
     "follow_changes",
     "load_yaml",
+    "load_yaml_document",
+    "normalize_ref",
     "owner_refs",
+    "parse_ref",
     "service",
     "shared_cache",
     "strawberry",
@@ -283,9 +320,11 @@ class PluginBuilder:
 
     def extend_type(self, name: str, fields: type, *, optional: bool = False) -> type:
         """Add the fields of a ``@strawberry.type`` class to another plugin's type, named as in
-        the schema (``builder.extend_type("Component", ComponentWorkloads)``). Resolvers see
-        the extended type's object as ``self`` and should read only its schema fields (what
-        any client could read). A type no plugin defines fails the start-up, unless
+        the schema (``builder.extend_type("Component", ComponentWorkloads)``). A resolver
+        names the extended type's object with ``parent: Parent[EntityParent]`` (any catalog
+        kind; ``ViewerParent`` for ``Viewer``; for another plugin's type a ``Protocol`` of the
+        fields it reads), typed for mypy, and reads only its schema fields (what any client
+        could read). A type no plugin defines fails the start-up, unless
         ``optional``: then the fields are left out, as for a plugin that is not installed
         (the type must be one its plugin declares with ``types``)."""
         self.contribution.type_extensions.setdefault(name, []).append(
@@ -512,7 +551,9 @@ def shared_cache(services: Any, name: str, *, ttl: float) -> MultiLevelCache:
 async def announce_changes(holder: Context | Any, keys: list[str]) -> None:
     """Tell every replica that what these keys name changed: cached answers tagged with any
     of them are dropped (a resolver tags its answer with ``info.context.depends_on``), and
-    ``follow_changes`` listeners wake. ``holder`` is a request's context or the services."""
+    ``follow_changes`` listeners wake. ``holder`` is a request's context or the services.
+    Name entities with ``entity_key(ref)`` and the plugin's own data with ``change_key``:
+    only entity keys drop the catalog's lists (the module's docstring has the rules)."""
     await holder.invalidate(keys)
 
 

@@ -31,6 +31,19 @@ from sources.db import Database
 
 __all__ = ["Services"]
 
+# Why an operation ran on the generic executor (atrium_operation_runs): compiled plans are off
+# (ATRIUM_COMPILED_PLANS, or a plugin's schema extension: `atrium plugins` says which); the
+# document is not a persisted or trusted one; its first run (which plans it); it cannot be
+# planned (a subscription, introspection, @defer...); or its plan declined these variables
+# (they do not coerce, or a limit refuses them: the generic executor says why).
+PLANS_OFF, NOT_PERSISTED, FIRST_RUN, NOT_PLANNABLE, DECLINED = (
+    "plans_off",
+    "not_persisted",
+    "first_run",
+    "not_plannable",
+    "declined",
+)
+
 
 @dataclass(slots=True)
 class Services:
@@ -158,12 +171,21 @@ class Services:
         if context is None:
             context = await self.context(request)
         plans = self.assembly.plans if known and query else None
-        if plans is not None:
+        if plans is None:
+            why = PLANS_OFF if self.assembly.plans is None else NOT_PERSISTED
+        else:
             plan = plans.get(query, operation_name)
             if plan is not None and (allowed is None or plan.operation_type in allowed):
                 result = await plan.execute(context, variables)
                 if result is not None:
+                    self.metrics.count_run("plan", "compiled")
                     return result
+                why = DECLINED
+            elif plan is not None:
+                why = DECLINED
+            else:
+                why = NOT_PLANNABLE if plans.tried(query, operation_name) else FIRST_RUN
+        self.metrics.count_run("generic", why)
         result = await schema.execute(
             query,
             variable_values=variables,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from strawberry.dataloader import DataLoader
 
+from loaders.change_keys import WHOLE_CATALOG
 from loaders.registry import LoaderServices
 from sources.db import Executor
 
@@ -77,8 +78,7 @@ order by origin, depth, ref
 
 
 # Memberships and group trees are made of many entities' relations: any catalog change may
-# move them, so answers built on them depend on the whole catalog.
-WHOLE_CATALOG = "catalog"
+# move them, so answers built on them depend on the whole catalog (WHOLE_CATALOG).
 
 
 async def _grouped(db: Executor, sql: str, keys: list[str]) -> list[list[str]]:

@@ -2,9 +2,10 @@
 anything they were made of changes.
 
 An answer is stored with the tags of what it read (entity refs, ``kind:<kind>`` for lists of a
-kind, ``catalog`` for anything wider). A change to an entity ref drops the answers tagged with
-that ref, with its kind and with ``catalog``. L1 is in this process, indexed by tag; L2 is Redis,
-where each tag is a set of the answers' keys.
+kind, ``catalog`` for anything wider, plugins' own keys). A change to an entity ref drops the
+answers tagged with that ref, with its kind and with ``catalog``; any other key drops the
+answers tagged with it alone (the rules: loaders.change_keys). L1 is in this process, indexed
+by tag; L2 is Redis, where each tag is a set of the answers' keys.
 
 An answer computed while a change it depends on was being written could hold the old data:
 each replica numbers the changes it hears of, and an answer whose tags changed after its
@@ -22,6 +23,7 @@ from typing import Any
 
 import orjson
 
+from loaders.change_keys import tags_changed_by
 from loaders.memory import MISSING, CacheStats, MemoryCache
 from loaders.shared import SharedRedis
 from sources.auth import Viewer
@@ -37,7 +39,6 @@ __all__ = [
     "viewer_answer_key",
 ]
 
-WHOLE_CATALOG = "catalog"
 # The wall clock answers are aged by: one name, so that tests can hold time still.
 clock: Callable[[], float] = time.time
 # How many recent changes a replica remembers to check answers being computed against.
@@ -97,20 +98,6 @@ def shared_answer_key(digest: str, operation_name: str | None, variables: str) -
 
 def viewer_answer_key(shared: str, viewer: Viewer) -> str:
     return f"viewer|{viewer.via}|{viewer.ref}|{viewer.token_name}|{shared[7:]}"
-
-
-def tags_changed_by(keys: Iterable[str]) -> set[str]:
-    """What a change to these keys makes stale: each key, and for entity refs their kind's
-    lists and the whole-catalog answers. Keys that only hold a ref (``stars:<ref>``,
-    ``deploys:<ref>``) are not entity refs: a change of what they name leaves lists alone."""
-    tags: set[str] = set()
-    for key in keys:
-        tags.add(key)
-        kind, colon, rest = key.partition(":")
-        if colon and "/" in rest and ":" not in rest and kind != "kind":
-            tags.add(f"kind:{kind}")
-            tags.add(WHOLE_CATALOG)
-    return tags
 
 
 async def drop_shared_responses(redis: Any, prefix: str, keys: Iterable[str]) -> None:

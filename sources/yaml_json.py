@@ -34,7 +34,15 @@ from yaml.resolver import Resolver
 
 from sources.text import unstorable
 
-__all__ = ["MAX_DEPTH", "MAX_VALUES", "InvalidYaml", "JsonYamlLoader", "Yaml12Loader", "load_yaml"]
+__all__ = [
+    "MAX_DEPTH",
+    "MAX_VALUES",
+    "InvalidYaml",
+    "JsonYamlLoader",
+    "Yaml12Loader",
+    "load_yaml",
+    "load_yaml_document",
+]
 
 MAX_DEPTH: Final = 64
 MAX_VALUES: Final = 100_000
@@ -303,10 +311,22 @@ class Yaml12Loader(CParser, _Yaml12):
 
 
 def load_yaml(text: str, loader: type[JsonYamlLoader] = JsonYamlLoader) -> list[Any]:
-    """Every document of ``text`` (None for an empty one); ``InvalidYaml`` says what and
-    where when the text does not parse or stands for something no JSON can be. Catalog files
-    are read with ``Yaml12Loader``."""
+    """A **list** of every document of ``text`` (None for an empty one; ``[]`` for no text),
+    even when there is one: ``load_yaml_document`` reads text meant to hold one. ``InvalidYaml``
+    says what and where when the text does not parse or stands for something no JSON can be.
+    Catalog files are read with ``Yaml12Loader``."""
     try:
         return list(yaml.load_all(text, Loader=loader))
     except yaml.YAMLError as exc:
         raise InvalidYaml.of(exc, text) from None
+
+
+def load_yaml_document(text: str, loader: type[JsonYamlLoader] = JsonYamlLoader) -> Any:
+    """The one document of ``text`` (a manifest, a config), empty documents aside: its value
+    itself, not a list. ``InvalidYaml`` as ``load_yaml``, and when the text holds no document
+    or more than one."""
+    documents = [d for d in load_yaml(text, loader) if d is not None]
+    if len(documents) != 1:
+        found = "none" if not documents else str(len(documents))
+        raise InvalidYaml(f"expected one YAML document, found {found}")
+    return documents[0]

@@ -120,12 +120,34 @@ def test_plugins_lists_each_plugins_settings_and_where_they_came_from(
         "pager",
         "pincompute",
     ]
+    # What each adds, and that compiled plans run.
+    lines = out.splitlines()
+    assert lines.count("  plans: on") == 4
+    assert (
+        "  panel: EntityDeployments on the entity page of component, section deployments" in lines
+    )
+    assert "  operations: EntityDeployments, TeamDora" in lines
+    assert "  fields: none" in lines  # the pager's
 
     as_json = atrium("plugins", "--json", cwd=tmp_path, site=site, env=env)
     assert as_json.returncode == 0, as_json.stderr
     assert TOKEN not in as_json.stdout
     found = {p["id"]: p for p in orjson.loads(as_json.stdout)}
     assert found["pager"]["enabled"] is True
+    deployments = found["deployments"]
+    assert {"Mutation.promoteRelease", "Component.pipeline", "Group.dora"} <= set(
+        deployments["fields"]
+    )
+    assert {
+        "page": "entity",
+        "operation": "EntityDeployments",
+        "kinds": ["component"],
+        "section": "deployments",
+    } in deployments["panels"]
+    assert deployments["operations"] == ["EntityDeployments", "TeamDora"]
+    assert deployments["plans"] == {"run": True, "off_by": None}
+    assert deployments["switches_plans_off"] == []
+    assert "PinApp.metrics" in found["observability"]["fields"]
     assert found["pager"]["settings"] == [
         {
             "name": "pager_url",
@@ -149,6 +171,69 @@ def test_plugins_lists_each_plugins_settings_and_where_they_came_from(
 
     disabled = atrium("plugins", cwd=tmp_path, site=site, env={"ATRIUM_DISABLED_PLUGINS": "pager"})
     assert "pager  (disabled by ATRIUM_DISABLED_PLUGINS)" in disabled.stdout.splitlines()
+
+
+TIMING = """
+from __future__ import annotations
+
+from graph.plugin import Info, PluginBuilder, SchemaExtension, strawberry
+
+
+class Timing(SchemaExtension):
+    pass
+
+
+@strawberry.type
+class TimingQuery:
+    @strawberry.field
+    def slowest_operation(self, info: Info) -> str:
+        return ""
+
+
+class TimingPlugin:
+    id = "timing"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        builder.query(TimingQuery)
+        builder.extension(Timing)
+        builder.panel("team", "TeamTiming")
+
+
+plugin = TimingPlugin()
+"""
+
+
+def test_plugins_names_what_switches_compiled_plans_off(tmp_path: Path, site: Path) -> None:
+    (site / "atrium_timing.py").write_text(TIMING, encoding="utf-8")
+    info = site / "atrium_timing-1.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: atrium-timing\nVersion: 1.0\n")
+    (info / "entry_points.txt").write_text("[atrium.plugins]\ntiming = atrium_timing:plugin\n")
+    result = atrium("plugins", cwd=tmp_path, site=site)
+    assert result.returncode == 0, result.stderr
+    lines = result.stdout.splitlines()
+    off = "  plans: off, by schema extensions, which must see every execution: Timing of plugin timing"
+    assert lines.count(off) == 5, lines
+    timing = lines[lines.index("timing") :]
+    assert timing[1:6] == [
+        off,
+        "  switches compiled plans off with its schema extension(s): Timing",
+        "  fields: Query.slowestOperation",
+        "  panel: TeamTiming on the team page",
+        "  operations: TeamTiming",
+    ]
+    as_json = atrium("plugins", "--json", cwd=tmp_path, site=site)
+    found = {p["id"]: p for p in orjson.loads(as_json.stdout)}
+    assert found["timing"]["switches_plans_off"] == ["Timing"]
+    assert found["pager"]["plans"]["run"] is False
+    # Turned off by the setting, it says so.
+    unset = atrium(
+        "plugins",
+        cwd=tmp_path,
+        site=site,
+        env={"ATRIUM_DISABLED_PLUGINS": "timing", "ATRIUM_COMPILED_PLANS": "false"},
+    )
+    assert unset.stdout.splitlines().count("  plans: off, by ATRIUM_COMPILED_PLANS is off") == 4
 
 
 def _free_port() -> int:

@@ -14,6 +14,7 @@ from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.fields import check_page_size
 from graph.catalog.types import Entity, entity_from_record
 from graph.context import Info
+from graph.parents import EntityParent, Parent, ViewerParent
 from resolvers import attention as resolve
 from resolvers.attention import MAX_ENTITIES, AttentionLevel
 
@@ -90,8 +91,10 @@ class ViewerAttention:
         f"entitiesOwnedBy the viewer counts it, transitively). {_ORDER} Empty for nobody.",
         directives=[CacheControl(scope=CacheScope.PRIVATE)],
     )
-    async def attention(self, info: Info, first: int = 20) -> list[Attention]:
-        return await _attention(info, self.ref, first)  # type: ignore[attr-defined]
+    async def attention(
+        self, parent: Parent[ViewerParent], info: Info, first: int = 20
+    ) -> list[Attention]:
+        return await _attention(info, parent.ref, first)
 
 
 @strawberry.type
@@ -100,5 +103,7 @@ class GroupAttention:
         description=f"What needs attention among what the group owns, through every subgroup. "
         f"{_ORDER}"
     )
-    async def attention(self, info: Info, first: int = 20) -> list[Attention]:
-        return await _attention(info, self.ref, first)  # type: ignore[attr-defined]
+    async def attention(
+        self, parent: Parent[EntityParent], info: Info, first: int = 20
+    ) -> list[Attention]:
+        return await _attention(info, parent.ref, first)

@@ -88,6 +88,10 @@ class Plans:
             self._plans.move_to_end((query, operation_name))
         return plan
 
+    def tried(self, query: str | None, operation_name: str | None) -> bool:
+        """Whether this document was learned (planned, or found not plannable)."""
+        return (query, operation_name) in self._plans
+
     def learn(self, query: str, operation_name: str | None) -> Plan | None:
         key = (query, operation_name)
         if key in self._plans:

@@ -10,9 +10,12 @@ from typing import Any, Final
 from strawberry import relay
 
 from graph.plugin import (
+    WHOLE_CATALOG,
     CacheControl,
     CacheScope,
+    EntityParent,
     Info,
+    Parent,
     UserError,
     entities_owned_by,
     entity,
@@ -35,9 +38,9 @@ from plugins.deployments.queries import (
 from plugins.deployments.service import PLUGIN_ID, Deployments
 from plugins.deployments.store import (
     ANY_DEPLOY,
-    CHANGE_PREFIX,
     DEPLOY_COLUMNS,
     DeployRow,
+    deploys_key,
 )
 from plugins.deployments.types import (
     Deploy,
@@ -83,7 +86,7 @@ async def component_ref(info: Info, ref: str) -> str:
 
 def _shows(info: Info, ref: str) -> None:
     """This answer shows the component's deploys: cached briefly, dropped when they change."""
-    info.context.depends_on(f"{CHANGE_PREFIX}{ref}")
+    info.context.depends_on(deploys_key(ref))
     info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
 
 
@@ -164,34 +167,35 @@ async def pipeline_of(info: Info, ref: str) -> Pipeline:
 
 @strawberry.type
 class ComponentDeployments:
-    """Fields joining ``Component`` (``self`` is the catalog's Component object)."""
+    """Fields joining ``Component`` (``parent`` is the Component)."""
 
     @strawberry.field(
         description="Its pipeline: stages in order, the release each runs, and what waits to "
         "be promoted."
     )
-    async def pipeline(self, info: Info) -> Pipeline:
-        return await pipeline_of(info, self.ref)  # type: ignore[attr-defined]
+    async def pipeline(self, parent: Parent[EntityParent], info: Info) -> Pipeline:
+        return await pipeline_of(info, parent.ref)
 
     @strawberry.field(description="Its deploys, newest first.")
     async def deployments(
         self,
+        parent: Parent[EntityParent],
         info: Info,
         first: int = 20,
         after: str | None = None,
         stage: str | None = None,
         state: list[DeployState] | None = None,
     ) -> DeployConnection:
-        ref: str = self.ref  # type: ignore[attr-defined]
+        ref = parent.ref
         _shows(info, ref)
         where = DeployFilter(components=[ref], stage=stage, states=_states(state))
         return await _deploys(info, where, first, after)
 
     @strawberry.field(description="Its releases, newest first.")
     async def releases(
-        self, info: Info, first: int = 20, after: str | None = None
+        self, parent: Parent[EntityParent], info: Info, first: int = 20, after: str | None = None
     ) -> ReleaseConnection:
-        ref: str = self.ref  # type: ignore[attr-defined]
+        ref = parent.ref
         _shows(info, ref)
         _page_size(info, first)
         try:
@@ -210,8 +214,8 @@ class ComponentDeployments:
         )
 
     @strawberry.field(description="DORA figures of its production deploys over the last days.")
-    async def dora(self, info: Info, days: int = 30) -> Dora:
-        ref: str = self.ref  # type: ignore[attr-defined]
+    async def dora(self, parent: Parent[EntityParent], info: Info, days: int = 30) -> Dora:
+        ref = parent.ref
         _window(days)
         _shows(info, ref)
         return _dora(await dora(info.context.db, [ref], days))
@@ -221,8 +225,8 @@ class ComponentDeployments:
         "members and admins): for a console deciding to show the buttons.",
         directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
     )
-    async def viewer_can_deploy(self, info: Info) -> bool:
-        owner = await entity_owner(info.context, self.ref)  # type: ignore[attr-defined]
+    async def viewer_can_deploy(self, parent: Parent[EntityParent], info: Info) -> bool:
+        owner = await entity_owner(info.context, parent.ref)
         return await viewer_may_change(info.context, owner)
 
 
@@ -231,13 +235,13 @@ class GroupDeployments:
     @strawberry.field(
         description="DORA figures of every component the group owns (through any subgroup)."
     )
-    async def dora(self, info: Info, days: int = 30) -> Dora:
-        ref: str = self.ref  # type: ignore[attr-defined]
+    async def dora(self, parent: Parent[EntityParent], info: Info, days: int = 30) -> Dora:
+        ref = parent.ref
         _window(days)
         owners = await owner_refs(info.context, ref)
         # Any component's deploys may change a team's figures, and so may ownership (a catalog
         # change): dropped by either.
-        info.context.depends_on(ANY_DEPLOY, "catalog")
+        info.context.depends_on(ANY_DEPLOY, WHOLE_CATALOG)
         info.context.cache_hint(max_age=deployments_of(info).settings.deployments_cache_seconds)
         return _dora(await dora(info.context.db, [], days, owners=owners))
 

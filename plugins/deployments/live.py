@@ -14,7 +14,7 @@ from datetime import datetime, timedelta
 from typing import Any, Final
 
 from graph.plugin import EVERYTHING, Fanout, Mailbox, follow_changes
-from plugins.deployments.store import CHANGE_PREFIX, DEPLOY_COLUMNS, DeployRow
+from plugins.deployments.store import DEPLOY_COLUMNS, DeployRow, deploys_key
 
 __all__ = ["LOOK_BACK", "DeployFeed", "deploy_fanout", "follow_component"]
 
@@ -36,7 +36,7 @@ class DeployFeed:
     def __init__(self, services: Any, ref: str) -> None:
         self._db = services.database
         self._ref = ref
-        self._key = f"{CHANGE_PREFIX}{ref}"
+        self._key = deploys_key(ref)
         self._changes = follow_changes(services, self._key)
         self.reads = 0  # statements run (what tests count)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graph.plugin import Authorize, EntityOwner, Info, UserError, strawberry
+from graph.plugin import Authorize, EntityOwner, Info, Target, UserError, strawberry
 from plugins.deployments.fields import component_ref, deployments_of, pipeline_of
 from plugins.deployments.pipelines import PipelineError, parse_stages
 from plugins.deployments.promote import deploy
@@ -12,6 +12,18 @@ from plugins.deployments.store import changed_keys
 from plugins.deployments.types import Deploy, Pipeline
 
 __all__ = ["DeploymentMutation", "StageInput"]
+
+
+async def _pipeline_record(
+    info: Info, target: Target, arguments: dict[str, Any]
+) -> dict[str, Any] | None:
+    """What setPipeline changes, for the audit log: the component's declared pipeline."""
+    if target.ref is None:
+        return None
+    found = await deployments_of(info).pipeline(info.context, target.ref)
+    if found is None:
+        return None
+    return {"declared_in": found.declared_in, "stages": [s.to_json() for s in found.stages]}
 
 
 @strawberry.input
@@ -55,7 +67,11 @@ class DeploymentMutation:
     @strawberry.mutation(
         description="Set a component's pipeline (refused when its catalog-info.yaml declares "
         "one: change it there). For owners and admins; audited.",
-        extensions=[Authorize(EntityOwner("component"), "deployments.setPipeline")],
+        extensions=[
+            Authorize(
+                EntityOwner("component"), "deployments.setPipeline", snapshot=_pipeline_record
+            )
+        ],
     )
     async def set_pipeline(self, info: Info, component: str, stages: list[StageInput]) -> Pipeline:
         deployments = deployments_of(info)

@@ -1,7 +1,7 @@
 """The deployments tables: recording deliveries, applying events, reading history.
 
 Every write that changes what a component's pipeline or history shows returns the component's
-ref, and the caller announces ``deploys:<ref>`` (``CHANGE_PREFIX``) once its transaction has
+ref, and the caller announces ``deploys:<ref>`` (``deploys_key``) once its transaction has
 committed: cached answers and pages showing it are dropped in every replica, and
 subscriptions following the component wake.
 """
@@ -17,29 +17,37 @@ from typing import Any, Final
 
 import orjson
 
+from graph.plugin import change_key
 from plugins.deployments.model import FINISHED, Incoming, may_move
 
 __all__ = [
     "ANY_DEPLOY",
-    "CHANGE_PREFIX",
+    "CHANGES",
     "Applied",
     "DeployRow",
     "ReleaseRow",
     "apply",
     "changed_keys",
     "decode_cursor",
+    "deploys_key",
     "encode_cursor",
     "record_event",
 ]
 
-CHANGE_PREFIX: Final = "deploys:"
+# The namespace of the plugin's change keys: a ref inside one never makes it an entity's.
+CHANGES: Final = "deploys"
 # Announced with every change too: answers over many components (a team's DORA figures).
-ANY_DEPLOY: Final = "deploys"
+ANY_DEPLOY: Final = change_key(CHANGES)
+
+
+def deploys_key(ref: str) -> str:
+    """What a component's deploys are tagged with, and their changes announce."""
+    return change_key(CHANGES, ref)
 
 
 def changed_keys(refs: Iterable[str]) -> list[str]:
     """What a change to these components' deploys announces."""
-    return [*(f"{CHANGE_PREFIX}{ref}" for ref in refs), ANY_DEPLOY]
+    return [*(deploys_key(ref) for ref in refs), ANY_DEPLOY]
 
 
 DEPLOY_COLUMNS: Final = (

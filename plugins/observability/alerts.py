@@ -14,7 +14,9 @@ from graph.plugin import (
     CacheControl,
     CacheScope,
     EntityOwner,
+    EntityParent,
     Info,
+    Parent,
     Target,
     UserError,
     entities_owned_by,
@@ -24,7 +26,7 @@ from graph.plugin import (
     viewer_may_change,
 )
 from plugins.observability.alertmanager import Matcher, matchers_of
-from plugins.observability.fields import observability_of
+from plugins.observability.fields import PinAppParent, observability_of
 from plugins.observability.metrics import pods_pattern
 from plugins.observability.prometheus import Unavailable
 
@@ -99,10 +101,10 @@ class AlertFields:
         description="Its alerts firing now, active or suppressed by a silence. Null, with an "
         "UNAVAILABLE error naming Alertmanager, when it cannot answer."
     )
-    async def alerts(self, info: Info) -> list[Alert] | None:
+    async def alerts(self, parent: Parent[EntityParent], info: Info) -> list[Alert] | None:
         backend = observability_of(info)
         try:
-            raw = await backend.alerts_backend().alerts(_matchers(self))
+            raw = await backend.alerts_backend().alerts(_matchers(parent))
         except Unavailable as exc:
             raise UserError(str(exc), "UNAVAILABLE") from None
         return _sorted([_alert(a) for a in raw])
@@ -112,8 +114,8 @@ class AlertFields:
         "showing buttons; the mutations check again.",
         directives=[CacheControl(max_age=60, scope=CacheScope.PRIVATE)],
     )
-    async def viewer_can_silence(self, info: Info) -> bool:
-        owner = await entity_owner(info.context, self.ref)  # type: ignore[attr-defined]
+    async def viewer_can_silence(self, parent: Parent[EntityParent], info: Info) -> bool:
+        owner = await entity_owner(info.context, parent.ref)
         return await viewer_may_change(info.context, owner)
 
 
@@ -122,14 +124,13 @@ class GroupAlerts:
     @strawberry.field(
         description="Alerts firing now on every component the group owns, through any subgroup."
     )
-    async def alerts(self, info: Info) -> list[Alert] | None:
+    async def alerts(self, parent: Parent[EntityParent], info: Info) -> list[Alert] | None:
         try:
             # Unconfigured says so even for a team owning nothing yet.
             alertmanager = observability_of(info).alerts_backend()
         except Unavailable as exc:
             raise UserError(str(exc), "UNAVAILABLE") from None
-        group: str = self.ref  # type: ignore[attr-defined]
-        owned = await entities_owned_by(info.context, group)
+        owned = await entities_owned_by(info.context, parent.ref)
         refs = [r for r in owned if r.startswith("component:")]
         selectors = []
         for ref in refs:
@@ -163,9 +164,9 @@ class WorkloadAlerts:
         "<name>-<hash>-<id>) or about it (`pinapp` or `deployment` label), and of its cluster "
         "when they carry a `cluster` label."
     )
-    async def alerts(self, info: Info) -> list[Alert] | None:
+    async def alerts(self, parent: Parent[PinAppParent], info: Info) -> list[Alert] | None:
         backend = observability_of(info)
-        cluster, namespace, name = self.cluster, self.namespace, self.name  # type: ignore[attr-defined]
+        cluster, namespace, name = parent.cluster, parent.namespace, parent.name
         try:
             raw = await backend.alerts_backend().alerts([Matcher("namespace", namespace)])
         except Unavailable as exc:

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any
+from typing import Any, Protocol
 
 from graph.plugin import (
     JSON,
     CacheControl,
+    EntityParent,
     Info,
+    Parent,
     ServiceMissing,
     UserError,
     service,
@@ -25,9 +27,22 @@ from plugins.observability.metrics import (
 )
 from plugins.observability.prometheus import PromQLError, Unavailable
 
-__all__ = ["ComponentMetrics", "MetricSeries", "WorkloadMetrics"]
+__all__ = ["ComponentMetrics", "MetricSeries", "PinAppParent", "WorkloadMetrics"]
 
 PLUGIN_ID = "observability"
+
+
+class PinAppParent(Protocol):
+    """PinCompute's PinApp, as the fields joining it read it (its schema fields)."""
+
+    @property
+    def cluster(self) -> str: ...
+
+    @property
+    def namespace(self) -> str: ...
+
+    @property
+    def name(self) -> str: ...
 
 
 @strawberry.type(
@@ -116,14 +131,15 @@ class ComponentMetrics:
     )
     async def metrics(
         self,
+        parent: Parent[EntityParent],
         info: Info,
         since: int = 3600,
         step: int | None = None,
         names: list[str] | None = None,
     ) -> list[MetricSeries] | None:
         observability = observability_of(info)
-        annotations: dict[str, object] = dict(self.annotations or {})  # type: ignore[attr-defined]
-        service_label = str(annotations.get(SERVICE_ANNOTATION) or self.name)  # type: ignore[attr-defined]
+        annotations = parent.annotations or {}
+        service_label = str(annotations.get(SERVICE_ANNOTATION) or parent.name)
         try:
             queries = observability.queries(service_label)
         except Unavailable as exc:
@@ -141,13 +157,14 @@ class WorkloadMetrics:
     )
     async def metrics(
         self,
+        parent: Parent[PinAppParent],
         info: Info,
         since: int = 3600,
         step: int | None = None,
         names: list[str] | None = None,
     ) -> list[MetricSeries] | None:
         observability = observability_of(info)
-        cluster, namespace, name = self.cluster, self.namespace, self.name  # type: ignore[attr-defined]
+        cluster, namespace, name = parent.cluster, parent.namespace, parent.name
         try:
             queries = observability.workload_queries(cluster, namespace, name)
         except Unavailable as exc:
@@ -157,14 +174,14 @@ class WorkloadMetrics:
     @strawberry.field(
         description="What each pod asks for and may use, to draw its CPU and memory against."
     )
-    def resource_bounds(self, info: Info) -> ResourceBounds:
+    def resource_bounds(self, parent: Parent[PinAppParent], info: Info) -> ResourceBounds:
         try:
             workloads = service(info.context, "workloads")
         except ServiceMissing:
             return ResourceBounds(
                 cpu_request=None, cpu_limit=None, memory_request=None, memory_limit=None
             )
-        view = workloads.get(self.cluster, self.namespace, self.name)  # type: ignore[attr-defined]
+        view = workloads.get(parent.cluster, parent.namespace, parent.name)
         resources: dict[str, Any] = view.resources if view is not None else {}
         requests = resources.get("requests") or {}
         limits = resources.get("limits") or {}

@@ -8,7 +8,7 @@ from collections.abc import AsyncGenerator, Callable
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
-from graph.plugin import Info, UserError, entities_owned_by, strawberry
+from graph.plugin import EntityParent, Info, Parent, UserError, entities_owned_by, strawberry
 from plugins.pincompute.compute import Compute, ComputeError, pod_of
 from plugins.pincompute.details import (
     ClusterError,
@@ -345,8 +345,8 @@ class ComponentWorkloads:
     """Joins the catalog's Component type: its workloads in every cluster."""
 
     @strawberry.field(description="PinApps annotated with this component's ref, in every cluster.")
-    def workloads(self, info: Info) -> list[PinApp]:
-        ref: str = self.ref  # type: ignore[attr-defined]  # the Component this field joins
+    def workloads(self, parent: Parent[EntityParent], info: Info) -> list[PinApp]:
+        ref = parent.ref
         found = (
             compute_of(info).pinapps.of_entities([ref])
             if info.context.extras.get("pincompute")

@@ -11,7 +11,7 @@ finds nothing, and a filter on it finds what points at it.
 from __future__ import annotations
 
 import re
-from typing import Final
+from typing import Final, NamedTuple
 
 from sources.errors import InvalidRef
 from sources.text import unstorable
@@ -19,6 +19,7 @@ from sources.text import unstorable
 __all__ = [
     "DEFAULT_NAMESPACE",
     "KINDS",
+    "EntityRef",
     "canonical_kind",
     "check_name",
     "make_ref",
@@ -32,6 +33,18 @@ KINDS: Final = ("Component", "API", "Resource", "System", "Domain", "Group", "Us
 _KIND_BY_LOWER: Final = {kind.lower(): kind for kind in KINDS}
 NAME_PATTERN: Final = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 NAME_MAX: Final = 63
+
+
+class EntityRef(NamedTuple):
+    """A ref's parts: the kind as the catalog spells it (``Component``), namespace and name in
+    lowercase; ``str(ref)`` is the normalized ref."""
+
+    kind: str
+    namespace: str
+    name: str
+
+    def __str__(self) -> str:
+        return make_ref(self.kind, self.namespace, self.name)
 
 
 def canonical_kind(kind: str) -> str:
@@ -88,7 +101,7 @@ def split_ref(
 
 def parse_ref(
     text: str, *, default_kind: str | None = None, default_namespace: str = DEFAULT_NAMESPACE
-) -> tuple[str, str, str]:
+) -> EntityRef:
     """A ref that names an entity to look up: (canonical kind, namespace, name), the last two
     lowercase. ``kind`` may be left out where a default applies (an owner is a Group unless
     it says otherwise); it must be a kind the catalog holds."""
@@ -100,12 +113,16 @@ def parse_ref(
     kind, namespace, name = split_ref(
         text.strip(), default_kind=default_kind, default_namespace=default_namespace
     )
-    return canonical_kind(kind), namespace.lower(), name.lower()
+    return EntityRef(canonical_kind(kind), namespace.lower(), name.lower())
 
 
 def normalize_ref(
     text: str, *, default_kind: str | None = None, default_namespace: str = DEFAULT_NAMESPACE
 ) -> str:
+    """``text`` as the catalog stores refs: ``kind:namespace/name``, lowercase, the namespace
+    ``default`` (or ``default_namespace``) when left out, the kind ``default_kind`` when left
+    out (``normalize_ref("Checkout", default_kind="component")``); ``InvalidRef`` for text
+    that names no entity: an empty part, no kind, or a kind the catalog does not hold."""
     kind, namespace, name = parse_ref(
         text, default_kind=default_kind, default_namespace=default_namespace
     )

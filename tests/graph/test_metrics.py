@@ -5,6 +5,7 @@ from __future__ import annotations
 from prometheus_client.parser import text_string_to_metric_families
 
 from graph.metrics import MAX_OPERATION_LABELS, Metrics
+from tests.conftest import AppFactory
 
 
 def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
@@ -65,3 +66,39 @@ def test_requests_counted_at_once_are_counted_as_one_by_one() -> None:
         one_by_one.observe_request("Page", 200, seconds)
     at_once.observe_requests("Page", 200, durations)
     assert samples(at_once) == samples(one_by_one)
+
+
+def _runs(text: str) -> dict[tuple[str, str], float]:
+    return {
+        (s.labels["executor"], s.labels["reason"]): s.value
+        for family in text_string_to_metric_families(text)
+        if family.name == "atrium_operation_runs"
+        for s in family.samples
+        if s.name == "atrium_operation_runs_total"
+    }
+
+
+async def test_operation_runs_count_plans_and_why_the_generic_executor_ran(
+    make_client: AppFactory,
+) -> None:
+    client = await make_client(response_cache=False)
+    page = "query Page($ref: String!) { entity(ref: $ref) { ref } }"
+    # The first GET registers the document (a POST, its first run, which plans it); every GET
+    # then runs on its plan.
+    for _ in range(3):
+        assert (await client.persisted_get(page, {"ref": "component:x"})).status_code == 200
+    await client.persisted_get(page, {"ref": 5})  # the plan declines what does not coerce
+    for _ in range(2):
+        await client.persisted_get("query Intro { __schema { queryType { name } } }")
+    await client.gql("{ __typename }")  # an ad hoc document
+    assert _runs((await client.get("/metrics")).text) == {
+        ("plan", "compiled"): 3,
+        ("generic", "first_run"): 2,
+        ("generic", "declined"): 1,
+        ("generic", "not_plannable"): 2,
+        ("generic", "not_persisted"): 1,
+    }
+    off = await make_client(response_cache=False, compiled_plans=False)
+    for _ in range(2):
+        await off.persisted_get(page, {"ref": "component:x"})
+    assert _runs((await off.get("/metrics")).text) == {("generic", "plans_off"): 2}

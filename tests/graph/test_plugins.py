@@ -26,6 +26,8 @@ from graph.plugin import (
     strawberry,
 )
 from graph.settings import Settings
+from sources.catalog.documents import parse_documents
+from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory
 
 EXAMPLE = Path(__file__).resolve().parent.parent / "example_plugin"
@@ -86,6 +88,34 @@ def test_bundled_plugins_are_told_from_third_party_ones(installed_example: Path)
     assert [p.id for p in discover_plugins(Settings(), bundled=True)] == bundled
     third_party = [p.id for p in discover_plugins(Settings(), bundled=False)]
     assert "hello" in third_party and not set(third_party) & set(bundled)
+
+
+GREETING = """query Greeting($ref: String!) {
+  entity(ref: $ref) { ... on Component { greeting(language: "fr") } }
+}"""
+
+
+async def test_a_field_joining_component_reads_its_typed_parent(
+    installed_example: Path, make_client: AppFactory
+) -> None:
+    found = discover_plugins(
+        Settings(disabled_plugins=["deployments", "observability", "pincompute"])
+    )
+    client = await make_client(plugins=found, response_cache=False)  # every GET executes
+    yaml = (
+        "apiVersion: backstage.io/v1alpha1\nkind: Component\n"
+        "metadata: {name: cart, title: Cart}\nspec: {type: service, lifecycle: production, owner: team-a}\n"
+    )
+    result = await apply_batch(client.services.db, parse_documents(yaml, "c.yaml"))
+    assert not result.errors
+    expected = {"entity": {"greeting": "Bonjour, Cart (component:default/cart)!"}}
+    body = await client.gql(GREETING, {"ref": "component:cart"})
+    assert body["data"] == expected
+    for _ in range(2):  # learned, then run on its compiled plan, which passes the parent too
+        response = await client.persisted_get(GREETING, {"ref": "component:cart"})
+        assert response.json() == {"data": expected}
+    metrics = (await client.get("/metrics")).text
+    assert 'atrium_operation_runs_total{executor="plan",reason="compiled"} 2.0' in metrics
 
 
 def test_a_disabled_plugin_is_not_loaded(installed_example: Path) -> None:

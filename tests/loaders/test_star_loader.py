@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+from loaders.change_keys import tags_changed_by
 from loaders.registry import LoaderServices
-from loaders.responses import tags_changed_by
 from loaders.stars import starred_loader, stars_tag
 from sources.catalog.stars import add_star, remove_star
 from sources.db import Database

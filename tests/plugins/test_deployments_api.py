@@ -267,3 +267,22 @@ async def test_a_pipeline_set_through_the_api_and_one_declared_in_yaml(env: Env)
     rows = await env.client.services.db.fetch("select action, outcome from audit_log order by id")
     assert [r["outcome"] for r in rows] == ["failed", "denied", "allowed", "failed"]
     assert json.loads(json.dumps([r["action"] for r in rows])) == ["deployments.setPipeline"] * 4
+
+    # The audit log pictures what the plugin changed (its snapshot hook), not the entity's row.
+    again = [{"name": "staging"}, {"name": "live", "production": True}]
+    await env.client.gql(mutation, {"c": "component:search", "s": again}, user="mallory")
+    allowed = await env.client.services.db.fetch(
+        "select before, after from audit_log where outcome = 'allowed' order by id"
+    )
+    pictures = [(r["before"], r["after"]) for r in allowed]
+    first = {"declared_in": "api", "stages": [{"name": "qa"}, {"name": "live", "production": True}]}
+    assert pictures == [
+        (None, first),
+        (
+            first,
+            {
+                "declared_in": "api",
+                "stages": [{"name": "staging"}, {"name": "live", "production": True}],
+            },
+        ),
+    ]

@@ -7,7 +7,7 @@ import time
 import pytest
 import yaml
 
-from sources.yaml_json import MAX_VALUES, InvalidYaml, Yaml12Loader, load_yaml
+from sources.yaml_json import MAX_VALUES, InvalidYaml, Yaml12Loader, load_yaml, load_yaml_document
 
 LAUGHS = "a: &a [1,2,3,4,5,6,7,8,9]\n" + "".join(
     f"{c}: &{c} [{','.join(['*' + p] * 9)}]\n" for p, c in zip("abcdefgh", "bcdefghi", strict=True)
@@ -149,3 +149,14 @@ def test_a_key_given_twice_is_refused_in_catalog_yaml(text: str, line: int) -> N
 
 def test_numbers_and_booleans_are_distinct_keys() -> None:
     assert load_yaml("1: a\ntrue: b\n'x': c", Yaml12Loader) == [{"1": "a", "true": "b", "x": "c"}]
+
+
+def test_one_document_is_its_value_and_anything_else_is_invalid() -> None:
+    assert load_yaml_document("a: 1\n") == {"a": 1}
+    assert load_yaml_document("---\n---\n- x\n...\n") == ["x"]  # empty documents aside
+    assert load_yaml("a: 1\n") == [{"a": 1}]  # the list, as before
+    for text, found in (("", "none"), ("---\n---\n", "none"), ("a: 1\n---\nb: 2\n", "2")):
+        with pytest.raises(InvalidYaml, match=f"expected one YAML document, found {found}"):
+            load_yaml_document(text)
+    with pytest.raises(InvalidYaml, match="at line 2, column 1"):
+        load_yaml_document("a: [1\n")

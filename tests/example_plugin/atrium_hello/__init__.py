@@ -1,10 +1,19 @@
-"""A third-party plugin: a table of its own, a loader over it, and a query field using both."""
+"""A third-party plugin: a table of its own, a loader over it, a query field using both, and a
+field joining the catalog's Component, its parent typed (``mypy --strict`` checks it)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from graph.plugin import DataLoader, Info, LoaderServices, PluginBuilder, strawberry
+from graph.plugin import (
+    DataLoader,
+    EntityParent,
+    Info,
+    LoaderServices,
+    Parent,
+    PluginBuilder,
+    strawberry,
+)
 
 
 def greeting_loader(services: LoaderServices) -> DataLoader[str, str]:
@@ -27,11 +36,20 @@ class HelloQuery:
         return f"{greeting}, {name}!"
 
 
+@strawberry.type
+class ComponentGreeting:
+    @strawberry.field(description="A greeting for the component, by its title or its name.")
+    async def greeting(self, parent: Parent[EntityParent], info: Info, language: str = "en") -> str:
+        greeting = await info.context.loaders["hello.greeting"].load(language)
+        return f"{greeting}, {parent.title or parent.name} ({parent.ref})!"
+
+
 class HelloPlugin:
     id = "hello"
 
     def setup(self, builder: PluginBuilder) -> None:
         builder.query(HelloQuery)
+        builder.extend_type("Component", ComponentGreeting)
         builder.loader("greeting", greeting_loader)
         builder.migrations(Path(__file__).parent / "migrations")
 

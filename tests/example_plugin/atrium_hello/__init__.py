@@ -1,10 +1,13 @@
-"""A third-party plugin: a table of its own, a loader over it, and a query field using both."""
+"""A third-party plugin: a table of its own, a loader over it, query fields using both, and a
+panel on a component's page shipped in its own package (its console folder and template)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from graph.plugin import DataLoader, Info, LoaderServices, PluginBuilder, strawberry
+from graph.plugin import DataLoader, Info, LoaderServices, PluginBuilder, entity, strawberry
+
+HERE = Path(__file__).parent
 
 
 def greeting_loader(services: LoaderServices) -> DataLoader[str, str]:
@@ -26,6 +29,14 @@ class HelloQuery:
         greeting = await info.context.loaders["hello.greeting"].load(language)
         return f"{greeting}, {name}!"
 
+    @strawberry.field(description="A greeting for an entity of the catalog, by its title.")
+    async def greeting(self, info: Info, ref: str, language: str = "en") -> str | None:
+        found = await entity(info, ref)
+        if found is None:
+            return None
+        greeting = await info.context.loaders["hello.greeting"].load(language)
+        return f"{greeting}, {found.title or found.name}!"
+
 
 class HelloPlugin:
     id = "hello"
@@ -33,7 +44,16 @@ class HelloPlugin:
     def setup(self, builder: PluginBuilder) -> None:
         builder.query(HelloQuery)
         builder.loader("greeting", greeting_loader)
-        builder.migrations(Path(__file__).parent / "migrations")
+        builder.migrations(HERE / "migrations")
+        # The console part: operations and a module built against the console's SDK.
+        builder.console(HERE / "console")
+        builder.panel(
+            "entity",
+            "HelloPanel",
+            template=HERE / "templates" / "hello_panel.html",
+            kinds=("component",),
+            section=("hello", "Hello"),
+        )
 
 
 plugin = HelloPlugin()

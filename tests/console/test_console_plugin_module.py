@@ -37,16 +37,24 @@ def _build_digest() -> str:
 
 
 @pytest.fixture(scope="module")
-async def with_plugin(
-    tmp_path_factory: pytest.TempPathFactory, pg_admin_url: str, template_db: str, cluster: Cluster
-) -> AsyncIterator[Served]:
+def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The example plugin pip-installed, as any package is."""
     site = tmp_path_factory.mktemp("site")
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"]
-        + ["--no-build-isolation", "--target", str(site), str(EXAMPLE)],
+        [
+            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"),
+            *("--no-build-isolation", "--target", str(site), str(EXAMPLE)),
+        ],
         check=True,
         capture_output=True,
     )
+    return site
+
+
+@pytest.fixture(scope="module")
+async def with_plugin(
+    site: Path, pg_admin_url: str, template_db: str, cluster: Cluster
+) -> AsyncIterator[Served]:
     assert (site / "atrium_hello" / "console" / "panels.js").is_file()
     before = _build_digest()
     async with (

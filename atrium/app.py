@@ -39,6 +39,7 @@ from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
 from ssr import Console, console_not_found, console_routes, console_unavailable
 from ssr.assets import BuildFiles
+from ssr.plugin_console import load_plugin_consoles
 
 __all__ = ["AtriumApp", "app_from_environment", "create_app", "database_url", "served_app"]
 
@@ -81,6 +82,9 @@ def create_app(
     settings = settings or Settings()
     found = list(plugins) if plugins is not None else discover_plugins(settings)
     assembly = assemble(settings, [*core_plugins(), *found])
+    assert assembly.schema is not None
+    # Plugins' console parts: their operations checked against the schema now, at start-up.
+    plugin_consoles = load_plugin_consoles(assembly.consoles, assembly.schema._schema)
     services = Services(
         settings=settings,
         assembly=assembly,
@@ -118,7 +122,7 @@ def create_app(
         await services.caches.start()
         try:
             await apply_migrations(services.db, assembly.migrations)
-            services.console = Console.load(settings.console_dir, assembly.panels)
+            services.console = Console.load(settings.console_dir, assembly.panels, plugin_consoles)
             if services.console is not None:
                 # The console's operations run in production, where only trusted ones do.
                 await trust(services.db, services.console.documents)

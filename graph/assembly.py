@@ -40,6 +40,7 @@ from graph.plugin import (
     Plugin,
     PluginBuilder,
     PluginConflict,
+    PluginConsoleFiles,
 )
 from graph.plugin_settings import InvalidPluginSettings, ReadSettings
 from graph.settings import Settings
@@ -80,6 +81,8 @@ class Assembly:
     services: dict[str, tuple[str, Callable[[Any], Any]]] = field(default_factory=dict)
     # Panels plugins add to the console's pages, in plugin order.
     panels: list[PagePanel] = field(default_factory=list)
+    # Plugins' console parts shipped in their packages, in plugin order (ssr.plugin_console).
+    consoles: list[PluginConsoleFiles] = field(default_factory=list)
     # (plugin id, provider) of what needs attention, in plugin order.
     attention: list[tuple[str, AttentionProvider]] = field(default_factory=list)
     # Each plugin's own settings as read (``builder.plugin_settings``), by plugin id.
@@ -214,6 +217,8 @@ def assemble(settings: Settings, plugins: Sequence[Plugin]) -> Assembly:
                 )
             assembly.services[name] = (plugin.id, factory)
         assembly.panels += contribution.panels
+        if contribution.console is not None:
+            assembly.consoles.append(contribution.console)
         if contribution.settings is not None:
             assembly.plugin_settings[plugin.id] = contribution.settings
         assembly.attention += [(plugin.id, provider) for provider in contribution.attention]

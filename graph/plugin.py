@@ -68,6 +68,14 @@ A plugin may say what needs attention about a team's entities (``attention``): a
 given the refs of what a person's or a group's teams own and answers ``AttentionItem``s (a
 failed deploy, a firing alert, a workload short of replicas), which ``Viewer.attention`` and
 ``Group.attention`` merge with every other plugin's, most severe first.
+
+A plugin's console part ships in its own package (``builder.console(directory)``): the folder's
+``*.graphql`` files are its console operations, checked against the schema at start-up (an
+invalid one stops it, naming the plugin, the file and the problem) and trusted like the
+console's own, so ``builder.panel`` may name them; its ``panels.js`` is an ES module built
+against the console's SDK (``@atrium/console``), served with the folder's other files under
+``/plugins/<id>/console/<version>/`` and loaded by the console beside its own panels, without
+rebuilding the console (README, "A panel from your package").
 """
 
 from __future__ import annotations
@@ -147,6 +155,7 @@ __all__ = [
     "Plugin",
     "PluginBuilder",
     "PluginConflict",
+    "PluginConsoleFiles",
     "PluginSettings",
     "Rule",
     "SchemaExtension",
@@ -245,6 +254,15 @@ class PagePanel:
     section: tuple[str, str] | None = None
 
 
+@dataclass(frozen=True, slots=True)
+class PluginConsoleFiles:
+    """A plugin's console part, shipped as files in its package (``builder.console``)."""
+
+    plugin_id: str
+    directory: Path  # its *.graphql operations, the module and what the module loads
+    module: str  # the ES module of its panels, relative to ``directory``
+
+
 # The workload page's panels are the client's alone (given the PinApp's key, they fetch for
 # themselves); the server knows their sections, to list them in the page's navigation.
 PAGES = ("entity", "team", "workload")
@@ -273,6 +291,7 @@ class _Contribution:
     panels: list[PagePanel] = field(default_factory=list)
     attention: list[AttentionProvider] = field(default_factory=list)
     settings: ReadSettings | None = None  # the plugin's own, as read by plugin_settings
+    console: PluginConsoleFiles | None = None
 
 
 class PluginBuilder:
@@ -410,13 +429,15 @@ class PluginBuilder:
         such as ``("deployments", "Deployments")``) makes it a section of the page with a tab of
         its own in the page's navigation, the template's outermost element being that section.
         On an entity or team page the server runs ``operation`` (one of the console's persisted
-        operations, given ``{"ref": <the page's ref>}``) in-process with the page's own and
+        operations, or one of the plugin's own from ``builder.console``, given ``{"ref": <the
+        page's ref>}``) in-process with the page's own and
         embeds its answer, so the client's panel renders without asking; ``template`` is the
         panel's server HTML (Jinja, autoescaped; ``data[operation]`` is the answer, the core's
         ``_macros.html`` may be imported, ``ui`` is the console's kit), shown before the client
         starts and without JavaScript. A workload page's panels are the client's alone (they
         fetch for themselves); the server lists their sections. The client's side is the
-        plugin's folder under ``web/src/plugins/`` (web/README.md)."""
+        plugin's console module (``builder.console``); the bundled plugins' is their folder
+        under ``web/src/plugins/`` (web/README.md)."""
         if page not in PAGES:
             raise PluginConflict(f"plugin {self.plugin_id}: no console page {page!r} ({PAGES})")
         if template is not None and not template.is_file():
@@ -430,6 +451,26 @@ class PluginBuilder:
             section,
         )
         self.contribution.panels.append(found)
+
+    def console(self, directory: Path, *, module: str = "panels.js") -> None:
+        """The plugin's console part, as files in its package: each ``*.graphql`` file of
+        ``directory`` is one console operation named as its file (fragments it uses may be in
+        any of the folder's files), which start-up checks against the schema and trusts like
+        the console's own (a panel's ``operation`` may name it); ``module`` is an ES module of
+        the plugin's panels built against the console's SDK (``@atrium/console``, with
+        ``react`` and ``react/jsx-runtime`` left as imports), served with the folder's other
+        files under ``/plugins/<id>/console/<version>/`` (immutable: the version is their
+        content's hash) and loaded by the console on the pages the plugin has panels on."""
+        if self.contribution.console is not None:
+            raise PluginConflict(f"plugin {self.plugin_id} declares its console twice")
+        if not directory.is_dir():
+            raise PluginConflict(f"plugin {self.plugin_id}: console folder {directory} is missing")
+        if not (directory / module).is_file():
+            raise PluginConflict(
+                f"plugin {self.plugin_id}: console module {directory / module} is missing "
+                '(build it: README, "A panel from your package")'
+            )
+        self.contribution.console = PluginConsoleFiles(self.plugin_id, directory, module)
 
     def attention(self, provider: AttentionProvider) -> None:
         """Say what needs attention about a team's entities: ``await provider(context, refs)``

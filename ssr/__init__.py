@@ -1,7 +1,8 @@
 """Server-side rendering of the console's pages, and the console's other routes.
 
 ``console_routes()`` gives the app its console: the pages (``ssr.pages``, made by
-``ssr.render``), the build's assets under ``/assets/`` (``ssr.assets``); ``console_not_found``
+``ssr.render``), the build's assets under ``/assets/`` (``ssr.assets``) and plugins' console
+parts under ``/plugins/<id>/console/`` (``ssr.plugin_console``); ``console_not_found``
 answers an address nothing is at with the console's 404 page, and ``console_unavailable`` a
 request the database's absence stopped with a 503 page that tries again by itself (plain text
 for anything but a browser's page load). Layout and contract: README, "The console".
@@ -24,6 +25,7 @@ from ssr.pages import (
     team_redirect,
     workload_page,
 )
+from ssr.plugin_console import CONSOLE_PATH, plugin_console_files
 
 __all__ = ["Console", "console_not_found", "console_routes", "console_unavailable"]
 
@@ -35,8 +37,27 @@ def console_routes(build: BuildFiles) -> list[BaseRoute]:
         Route("/catalog/{namespace}/{kind}/{name}", entity_page),
         Route("/teams/{name}", team_redirect),
         Route("/workloads/{cluster}/{namespace}/{name}", workload_page),
+        Route("/assets/persisted-query-manifest.json", persisted_manifest),
         Mount("/assets", app=build, name="assets"),
+        Route(CONSOLE_PATH, plugin_console_files),
     ]
+
+
+async def persisted_manifest(request: Request) -> Response:
+    """The persisted-query manifest the client reads its operations' ids from: the build's,
+    with the operations of plugins' console parts (``builder.console``)."""
+    console: Console | None = request.app.state.services.console
+    if console is None:
+        raise HTTPException(404)
+    etag = f'"m{console.version}"'
+    headers = {
+        "cache-control": "no-cache",
+        "etag": etag,
+        "x-content-type-options": "nosniff",
+    }
+    if request.headers.get("if-none-match") == etag:
+        return Response(status_code=304, headers=headers)
+    return Response(console.manifest, headers=headers, media_type="application/json")
 
 
 async def console_not_found(request: Request, exc: Exception) -> Response:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import logging
+import re
 from collections import OrderedDict
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ import ssr.catalog_url as catalog_url
 import ssr.present as present
 from graph.persisted import read_manifest
 from ssr.kit import Kit
+from ssr.plugin_console import InvalidConsole, PluginModule
 from ssr.vite import ViteManifest
 
 __all__ = ["Console", "Inline", "PageCache", "embed_json"]
@@ -84,6 +86,23 @@ class Console:
     people: dict[str, tuple[float, dict[str, Any] | None]] = field(default_factory=dict)
     # Panels plugins add to pages (graph.plugin.PagePanel).
     panels: list[Any] = field(default_factory=list)
+    # Plugins' console parts from their packages, by plugin id (ssr.plugin_console).
+    plugins: dict[str, PluginModule] = field(default_factory=dict)
+    # The page's import map when there are any: the console's SDK and React for their modules.
+    import_map: ImportMap | None = None
+    # The persisted-query manifest the client reads: the build's operations and the plugins'.
+    manifest: bytes = b""
+
+    def plugin_modules(self) -> list[dict[str, Any]]:
+        """The plugins' console modules, each with the pages it has panels on (page data)."""
+        return [
+            {
+                "plugin": pid,
+                "module": module.url,
+                "pages": sorted({p.page for p in self.panels if p.plugin_id == pid}),
+            }
+            for pid, module in self.plugins.items()
+        ]
 
     def panels_of(self, page: str, kind: str | None = None) -> list[Any]:
         """The panels of a page (an entity page's for this kind), in plugin order."""
@@ -94,8 +113,14 @@ class Console:
         ]
 
     @classmethod
-    def load(cls, build: Path, panels: list[Any] | None = None) -> Console | None:
-        """The build at ``build``, or None (logged) when there is none or it is incomplete."""
+    def load(
+        cls,
+        build: Path,
+        panels: list[Any] | None = None,
+        plugins: list[PluginModule] | None = None,
+    ) -> Console | None:
+        """The build at ``build``, or None (logged) when there is none or it is incomplete;
+        with the operations of the plugins' console parts (``plugins``) among its own."""
         needed = [
             build / ".vite" / "manifest.json",
             build / PERSISTED_MANIFEST,
@@ -109,17 +134,40 @@ class Console:
         vite = ViteManifest.read(build)
         documents = read_manifest(build / PERSISTED_MANIFEST)
         operations = {name: digest for digest, _, name in documents if name}
+        plugins = list(plugins or [])
+        import_map = ImportMap.read(vite) if plugins else None
+        if plugins and import_map is None:
+            log.error(
+                "the console's build has no SDK for plugins' modules (%s): rebuild it "
+                "(make web); their panels show only as the server renders them",
+                ", ".join(m.plugin_id for m in plugins),
+            )
+        for module in plugins:
+            for digest, body, name in module.documents:
+                if name in operations:
+                    raise InvalidConsole(
+                        f"plugin {module.plugin_id}'s console operation {name} is also one of "
+                        "the console's own: rename it"
+                    )
+                operations[name] = digest
+                documents.append((digest, body, name))
         version = hashlib.blake2b(
-            b"".join(path.read_bytes() for path in needed), digest_size=8
+            b"".join(path.read_bytes() for path in needed)
+            + "".join(m.version for m in plugins).encode(),
+            digest_size=8,
         ).hexdigest()
         panels = list(panels or [])
+        shipped = {m.plugin_id for m in plugins}
         for panel in panels:
             if panel.operation not in operations:
                 log.error(
-                    "plugin %s's panel needs the console operation %s, which the build lacks: "
-                    "rebuild it (make web)",
+                    "plugin %s's panel needs the console operation %s, which %s",
                     panel.plugin_id,
                     panel.operation,
+                    "is not among the .graphql files of its console folder (builder.console)"
+                    if panel.plugin_id in shipped
+                    else "neither the console's build nor a console folder of the plugin "
+                    "(builder.console) has",
                 )
         panels = [p for p in panels if p.operation in operations]
         kit = Kit.read(build / SERVER_FILES / "kit.json")
@@ -133,7 +181,56 @@ class Console:
             Inline.read(build),
             version,
             panels=panels,
+            plugins={m.plugin_id: m for m in plugins} if import_map is not None else {},
+            import_map=import_map,
+            manifest=_manifest(documents),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class ImportMap:
+    """The page's import map (inline, allowed by its hash): the bare names a plugin's module
+    imports, mapped to the console's own modules, so it shares the console's React (one copy:
+    hooks and hydration need that) and SDK."""
+
+    text: Markup
+    hash: str
+
+    @classmethod
+    def read(cls, vite: ViteManifest) -> ImportMap | None:
+        imports = {}
+        for name, source in SDK_MODULES.items():
+            file = vite.file_of(source)
+            if file is None:
+                return None
+            imports[name] = "/assets/" + file
+        text = embed_json({"imports": imports})
+        return cls(Markup(text), _csp_hash(text))
+
+
+# The names a plugin's module imports from the console, and the build's entries exporting them.
+SDK_MODULES = {
+    "@atrium/console": "src/sdk/index.ts",
+    "react": "src/sdk/react.ts",
+    "react/jsx-runtime": "src/sdk/jsx-runtime.ts",
+}
+
+
+def _manifest(documents: list[tuple[str, str, str | None]]) -> bytes:
+    """An Apollo persisted-query manifest of these documents (what the client reads ids from)."""
+    operations = [
+        {"id": digest, "name": name, "type": _kind(body), "body": body}
+        for digest, body, name in documents
+        if name
+    ]
+    return orjson.dumps(
+        {"format": "apollo-persisted-query-manifest", "version": 1, "operations": operations}
+    )
+
+
+def _kind(body: str) -> str:
+    first = body.lstrip().split(None, 1)[0] if body.strip() else "query"
+    return first if first in ("query", "mutation", "subscription") else "query"
 
 
 def panel_template(panel: Any) -> str | None:
@@ -165,6 +262,7 @@ def _environment(panels: list[Any], kit: Kit) -> jinja2.Environment:
     env.filters["workload_url"] = present.workload_url
     env.filters["display_name"] = present.display_name
     env.filters["picture"] = present.picture
+    env.filters["spaceless"] = spaceless
     env.globals["ui"] = kit.globals()
     for name in present.__all__:
         env.globals[name] = getattr(present, name)
@@ -180,6 +278,15 @@ def _environment(panels: list[Any], kit: Kit) -> jinja2.Environment:
         "catalog_owner_href": catalog_url.owner_href,
     }
     return env
+
+
+_BETWEEN_TAGS = re.compile(r">\s+<")
+
+
+def spaceless(html: str) -> Markup:
+    """A hydrated panel's HTML without the blanks between its tags, which JSX has not either
+    (React would find text nodes where it renders none)."""
+    return Markup(_BETWEEN_TAGS.sub("><", str(html)).strip())
 
 
 _ESCAPES = (

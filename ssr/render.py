@@ -165,11 +165,16 @@ async def _respond(request: Request, page: Page) -> Response:
     )
     # What the client's entry fetches at once after the first paint, then runs in turn.
     about["chunks"] = list(assets.preloads)
+    if console.plugins:
+        # Plugins' console modules, each with the pages it has panels on: the client imports
+        # those of the page before its first render, the others when a page needs them.
+        about["plugins"] = console.plugin_modules()
     title, description = _meta(page, template, status, data, main)
 
     headers = {
         "content-security-policy": _POLICY.format(
-            script=console.inline.script_hash,
+            script=console.inline.script_hash
+            + (f" {console.import_map.hash}" if console.import_map is not None else ""),
             style=console.inline.style_hash,
             forms=_provider_origin(services.settings.oidc_issuer),
         ),
@@ -194,6 +199,7 @@ async def _respond(request: Request, page: Page) -> Response:
     html = console.templates.get_template(template).render(
         meta={"title": title, "description": description},
         inline=console.inline,
+        import_map=console.import_map,
         assets={"entry": assets.entry, "icon": "/assets/logo.svg"},
         route=page.route,
         viewer=viewer,
@@ -216,7 +222,15 @@ async def _respond(request: Request, page: Page) -> Response:
         page=Markup(embed_json(about)),
         page_unavailable=about["unavailable"],
         panels=[
-            {"template": panel_template(p), "operation": p.operation, "section": p.section}
+            {
+                "template": panel_template(p),
+                "operation": p.operation,
+                "section": p.section,
+                # A panel of a plugin's own module: React hydrates this HTML where it is.
+                "hydrate": f"{p.plugin_id}:{p.operation}"
+                if p.plugin_id in console.plugins
+                else None,
+            }
             for p in panels
             if p.template is not None
         ],

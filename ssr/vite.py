@@ -50,6 +50,12 @@ class ViteManifest:
     def read(cls, build: Path) -> ViteManifest:
         return cls(orjson.loads((build / ".vite" / "manifest.json").read_bytes()))
 
+    def file_of(self, source: str) -> str | None:
+        """The file an entry or chunk of the build (a key such as src/sdk/index.ts) is in."""
+        chunk = self._chunks.get(source)
+        file = chunk.get("file") if isinstance(chunk, dict) else None
+        return file if isinstance(file, str) else None
+
     def assets(self, route: str | None) -> PageAssets:
         """The entry's assets, and the route chunk's (a key such as src/routes/Team.tsx)."""
         found = self._pages.get(route)

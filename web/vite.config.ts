@@ -21,7 +21,16 @@ export default defineConfig({
     outDir: "dist",
     assetsDir: "",
     rollupOptions: {
-      input: "src/boot.ts",
+      // The entry, and the console's SDK for plugins' modules (builder.console): the names their
+      // modules import (@atrium/console, react, react/jsx-runtime), which the page's import map
+      // points at these (ssr/console.py, SDK_MODULES); their exports are kept.
+      input: {
+        boot: "src/boot.ts",
+        "console-sdk": "src/sdk/index.ts",
+        "console-react": "src/sdk/react.ts",
+        "console-jsx-runtime": "src/sdk/jsx-runtime.ts",
+      },
+      preserveEntrySignatures: "exports-only",
       output: {
         codeSplitting: {
           groups: [

@@ -4,6 +4,7 @@ import { Navigate, Route, Routes, useLocation, useNavigate, useNavigationType, u
 import { Loading } from "./components/Section";
 import { Header } from "./components/Header";
 import { routes } from "./routes";
+import { runtime } from "./runtime";
 import { useColorScheme } from "./theme";
 
 function EntityOrTeam() {
@@ -50,6 +51,7 @@ function useNewPageFocus() {
 
 export function App() {
   const navigate = useNavigate();
+  runtime.navigate = navigate;
   const scheme = useColorScheme();
   useNewPageFocus();
   return (

@@ -4,7 +4,7 @@
 // and the libraries run one after another, each in a task of its own: a page busy for a long
 // stretch cannot answer a tap (Lighthouse counts such stretches as Total Blocking Time).
 import { page } from "./page";
-import { preloadCurrentRoute } from "./routeOf";
+import { preloadCurrentRoute, routeOf } from "./routeOf";
 
 const yieldToPage = () => new Promise((resolve) => setTimeout(resolve, 0));
 
@@ -18,7 +18,9 @@ function fetchAhead(urls: string[]) {
 }
 
 async function start() {
-  fetchAhead(page.chunks ?? []);
+  const here = routeOf(location.pathname);
+  const modules = (page.plugins ?? []).filter((m) => m.pages.includes(here)).map((m) => m.module);
+  fetchAhead([...(page.chunks ?? []), ...modules]);
   for (const library of [
     // The app's own modules over each library (not the library's whole namespace, which would
     // keep every part of it in the build).

@@ -18,6 +18,12 @@ for (const [path, text] of Object.entries(sources)) {
   documents[name] = gql(text);
 }
 
+// A plugin module's operations (its console folder's .graphql files, by name), which the server
+// trusts from the same files; a name the console already has stays the console's.
+export function registerDocuments(texts: Record<string, string>) {
+  for (const [name, text] of Object.entries(texts)) documents[name] ??= gql(text);
+}
+
 export function document(name: string): Document {
   const found = documents[name];
   if (!found) throw new Error(`no operation ${name} in the console`);

@@ -9,10 +9,17 @@ import { client as makeClient } from "./apollo";
 import { App } from "./App";
 import { documents } from "./documents";
 import { embedded } from "./page";
+import { keepServedPanels } from "./pluginHost";
+import { loadPluginModules } from "./pluginModules";
 import { routeOf, routes } from "./routes";
+import { runtime } from "./runtime";
 
 export async function start() {
   const client = makeClient();
+  runtime.client = client;
+  // Plugins' modules with panels on this page, before their answers go into the cache (their
+  // operations are theirs) and before the first render (their panels hydrate the server's).
+  await loadPluginModules(routeOf(location.pathname));
   // The answers the server rendered from, into the cache: the page's queries find them there
   // and ask /graphql nothing.
   for (const { operationName, variables, data } of embedded) {
@@ -20,6 +27,7 @@ export async function start() {
     if (query) client.writeQuery({ query, variables, data });
   }
   await routes[routeOf(location.pathname)].preload().catch(() => undefined);
+  keepServedPanels();
   const root = createRoot(document.getElementById("root")!);
   startTransition(() =>
     root.render(

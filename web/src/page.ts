@@ -15,6 +15,8 @@ export interface PageData {
   // The panel operations the server offers (plugins register them only when they can answer,
   // e.g. when their backend is configured); missing on a page the server did not render.
   panels?: string[];
+  // Plugins' console modules (builder.console), each with the pages it has panels on.
+  plugins?: { plugin: string; module: string; pages: string[] }[];
   // The files of the chunks the page's client needs, for its entry to fetch at once.
   chunks?: string[];
   // Why an embedded answer lacks some of its fields (a backend unavailable), by operation.

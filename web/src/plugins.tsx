@@ -6,8 +6,13 @@
 // navigation, as the server's registration of it says too. A plugin's operations are the
 // .graphql files of its folder; they join the persisted-query manifest. Its cache policies are
 // in its index.ts (pluginPolicies.ts).
+//
+// Plugins may also ship their panels in a module of their own package (builder.console), which
+// the console imports at run time (pluginModules.ts) and renders beside these (pluginHost.tsx).
 import type { ComponentType } from "react";
 import { page as pageData } from "./page";
+import { ModulePanelHost } from "./pluginHost";
+import { type ModulePanel, modulePanels, useModulePanels } from "./pluginModules";
 
 export interface PanelProps {
   // The page's entity ref, the variable the server gave the panel's operation; on a workload
@@ -38,15 +43,21 @@ const panels = Object.keys(modules)
   .sort()
   .flatMap((path) => modules[path] ?? []);
 
-export function panelsOf(page: PluginPanel["page"], kind?: string): PluginPanel[] {
+function shown<P extends PluginPanel>(list: P[], page: PluginPanel["page"], kind?: string): P[] {
   const offered = new Set(pageData.panels ?? []);
-  return panels.filter(
+  return list.filter(
     (p) => p.page === page && (!p.kinds || !kind || p.kinds.includes(kind)) && (!p.requires || offered.has(p.requires)),
   );
 }
 
+export function panelsOf(page: PluginPanel["page"], kind?: string): PluginPanel[] {
+  return shown(panels, page, kind);
+}
+
+// The page's sections of plugins' panels: the console's own, then the modules' (as the server
+// orders them).
 export function panelSections(page: PluginPanel["page"], kind?: string): [string, string][] {
-  return panelsOf(page, kind).flatMap((p) => (p.section ? [p.section] : []));
+  return [...panelsOf(page, kind), ...shown(modulePanels(), page, kind)].flatMap((p) => (p.section ? [p.section] : []));
 }
 
 export function PluginPanels({
@@ -60,10 +71,14 @@ export function PluginPanels({
   pageRef: string;
   workload?: PanelProps["workload"];
 }) {
+  const fromModules: ModulePanel[] = shown(useModulePanels(page), page, kind);
   return (
     <>
       {panelsOf(page, kind).map(({ component: Panel }, index) => (
         <Panel key={index} pageRef={pageRef} workload={workload} />
+      ))}
+      {fromModules.map((panel, index) => (
+        <ModulePanelHost key={`${panel.plugin}:${index}`} panel={panel} pageRef={pageRef} workload={workload} />
       ))}
     </>
   );

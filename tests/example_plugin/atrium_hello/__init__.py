@@ -1,5 +1,6 @@
-"""A third-party plugin: a table of its own, a loader over it, a query field using both, and a
-field joining the catalog's Component, its parent typed (``mypy --strict`` checks it)."""
+"""A third-party plugin: a table of its own, a loader over it, query fields using both, a
+field joining the catalog's Component, its parent typed (``mypy --strict`` checks it), and a
+panel on a component's page shipped in its own package (its console folder and template)."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ from graph.plugin import (
     LoaderServices,
     Parent,
     PluginBuilder,
+    entity,
     strawberry,
 )
+
+HERE = Path(__file__).parent
 
 
 def greeting_loader(services: LoaderServices) -> DataLoader[str, str]:
@@ -35,6 +39,14 @@ class HelloQuery:
         greeting = await info.context.loaders["hello.greeting"].load(language)
         return f"{greeting}, {name}!"
 
+    @strawberry.field(description="A greeting for an entity of the catalog, by its title.")
+    async def greeting(self, info: Info, ref: str, language: str = "en") -> str | None:
+        found = await entity(info, ref)
+        if found is None:
+            return None
+        greeting = await info.context.loaders["hello.greeting"].load(language)
+        return f"{greeting}, {found.title or found.name}!"
+
 
 @strawberry.type
 class ComponentGreeting:
@@ -51,7 +63,16 @@ class HelloPlugin:
         builder.query(HelloQuery)
         builder.extend_type("Component", ComponentGreeting)
         builder.loader("greeting", greeting_loader)
-        builder.migrations(Path(__file__).parent / "migrations")
+        builder.migrations(HERE / "migrations")
+        # The console part: operations and a module built against the console's SDK.
+        builder.console(HERE / "console")
+        builder.panel(
+            "entity",
+            "HelloPanel",
+            template=HERE / "templates" / "hello_panel.html",
+            kinds=("component",),
+            section=("hello", "Hello"),
+        )
 
 
 plugin = HelloPlugin()

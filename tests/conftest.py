@@ -151,11 +151,22 @@ async def database_url(pg_admin_url: str, template_db: str) -> AsyncIterator[str
 
 # The longest modules first: run on several processes (make test), they then run beside the
 # others instead of after them.
-_LONGEST_FIRST = ("tests/test_bench.py", "tests/production/test_deploy_image.py")
+_LONGEST_FIRST = (
+    "tests/test_bench_replicas.py",
+    "tests/test_bench_console.py",
+    "tests/production/test_deploy_image.py",
+    "tests/test_bench_domains.py",
+    "tests/test_bench_serving.py",
+    "tests/test_bench.py",
+)
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    items.sort(key=lambda item: item.nodeid.partition("::")[0] not in _LONGEST_FIRST)
+    def rank(item: pytest.Item) -> int:
+        module = item.nodeid.partition("::")[0]
+        return _LONGEST_FIRST.index(module) if module in _LONGEST_FIRST else len(_LONGEST_FIRST)
+
+    items.sort(key=rank)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

@@ -58,6 +58,7 @@ from graphql import (
     print_ast,
     value_from_ast_untyped,
 )
+from graphql.pyutils import Undefined
 from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import mutations, queries
@@ -389,7 +390,7 @@ def _operation(
     for argument_name, argument in definition.args.items():
         if argument_name == hostile:
             given_value = value
-        elif isinstance(argument.type, GraphQLNonNull) and argument.default_value is None:
+        elif isinstance(argument.type, GraphQLNonNull) and argument.default_value is Undefined:
             given_value = _plain(argument)
         else:
             continue

@@ -76,6 +76,11 @@ console's own, so ``builder.panel`` may name them; its ``panels.js`` is an ES mo
 against the console's SDK (``@atrium/console``), served with the folder's other files under
 ``/plugins/<id>/console/<version>/`` and loaded by the console beside its own panels, without
 rebuilding the console (README, "A panel from your package").
+
+A plugin's tests use Atrium's test kit, ``atrium.testing``, a pytest plugin installed with
+Atrium: an app per test with the plugin and its migrations, signed-in users, counted SQL
+statements and plan runs, a browser for panels, and the hostile-input and plan-equivalence
+checks over the plugin's own fields (README, "Testing a plugin").
 """
 
 from __future__ import annotations

@@ -14,8 +14,8 @@ from graph.plugin import (
     InvalidRef,
     Parent,
     Target,
-    UserError,
     User,
+    UserError,
     announce_changes,
     change_key,
     entity,
@@ -106,7 +106,9 @@ class OnCallMutation:
         description="Put someone on call for a component in place of its rotation's primary "
         "until a time (at most oncall_max_override_days ahead); a later override replaces it. "
         "For the component's owners and admins; audited.",
-        extensions=[Authorize(EntityOwner("component"), "oncall.override", snapshot=_override_record)],
+        extensions=[
+            Authorize(EntityOwner("component"), "oncall.override", snapshot=_override_record)
+        ],
     )
     async def override_on_call(
         self,

@@ -14,9 +14,8 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
-
 from graph.plugin import InvalidRef, InvalidYaml, load_yaml_document, normalize_ref
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError
 
 __all__ = ["InvalidRotations", "OnCallNow", "Rotation", "Rotations", "read_rotations"]
 

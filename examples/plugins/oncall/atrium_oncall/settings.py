@@ -5,9 +5,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import Field
-
 from graph.plugin import PluginSettings
+from pydantic import Field
 
 __all__ = ["OnCallSettings"]
 

@@ -93,7 +93,9 @@ class OnCall:
     async def secondary(self, info: Info) -> User | None:
         return await _user(info, self.now.secondary)
 
-    @strawberry.field(description="When the primary hands over: the shift's end, or the override's.")
+    @strawberry.field(
+        description="When the primary hands over: the shift's end, or the override's."
+    )
     def until(self) -> datetime:
         return self.override_row.until if self.override_row else self.now.until
 

@@ -52,7 +52,7 @@ def rotations() -> str:
             f"    start: {START.isoformat()}",
             f"    shiftHours: {SHIFT.total_seconds() / 3600:g}",
             f"    people: [{', '.join(_people(team))}]",
-            f"    escalationPolicy: Page the primary, then the secondary after 10 minutes.",
+            "    escalationPolicy: Page the primary, then the secondary after 10 minutes.",
         ]
     return "\n".join(lines) + "\n"
 

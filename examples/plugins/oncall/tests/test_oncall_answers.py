@@ -62,7 +62,9 @@ async def test_ten_or_fifty_components_take_the_same_statements(oncall: Any) -> 
         edges = answer["data"]["entities"]["edges"]
         assert len(edges) == size
         assert {e["node"]["onCall"]["primaryRef"] for e in edges} == {f"user:default/{team}-bob"}
-        assert all(e["node"]["onCall"]["secondary"]["title"] == f"{team.title()}-Cat" for e in edges)
+        assert all(
+            e["node"]["onCall"]["secondary"]["title"] == f"{team.title()}-Cat" for e in edges
+        )
         counts[team] = statements.count
     assert counts["small"] == counts["large"], counts
     # The components, the owner set, the overrides, the people: a few, however many components.

@@ -90,9 +90,7 @@ async def test_bad_overrides_are_the_clients_errors(oncall: Any) -> None:
         ({"primary": "small-ann", "until": _until(), "reason": "x" * 501}, "BAD_USER_INPUT"),
     ]
     for variables, code in cases:
-        answer = await lead.gql(
-            OVERRIDE, {"component": REF, **variables}, expect_errors=True
-        )
+        answer = await lead.gql(OVERRIDE, {"component": REF, **variables}, expect_errors=True)
         assert answer["errors"][0]["extensions"]["code"] == code, (variables, answer)
     quiet = oncall.as_user("hush", groups=["quiet"])
     answer = await quiet.gql(

@@ -47,8 +47,14 @@ def test_turns_follow_the_shifts() -> None:
         (FILE.replace("shiftHours: 12", "shiftHours: 0"), r"rotations\.0\.shiftHours"),
         (FILE.replace("+01:00", ""), r"rotations\.0\.start: .*time zone"),
         (FILE.replace("team: Payments", "team: user:ann"), r"rotations\.0\.team: .*not a group"),
-        (FILE.replace("people: [ann,", "people: [\"user:default/\","), r"rotations\.0\.people\.0: .*form"),
-        (FILE.replace("people: [ann,", "people: [group:x,"), r"rotations\.0\.people\.0: .*not a user"),
+        (
+            FILE.replace("people: [ann,", 'people: ["user:default/",'),
+            r"rotations\.0\.people\.0: .*form",
+        ),
+        (
+            FILE.replace("people: [ann,", "people: [group:x,"),
+            r"rotations\.0\.people\.0: .*not a user",
+        ),
         (FILE + FILE.split("rotations:")[1], r"group:default/payments has two rotations"),
         (FILE.replace("name: Payments", "nmae: Payments"), r"rotations\.0\.nmae"),
     ],

@@ -166,6 +166,10 @@ class Metrics:
         counts = self._runs.counts
         counts[key] = counts.get(key, 0) + 1
 
+    def operation_runs(self) -> dict[tuple[str, str], int]:
+        """``atrium_operation_runs`` as it stands: runs by (executor, reason)."""
+        return dict(self._runs.counts)
+
     def observe_route(self, route: str, status: int, seconds: float) -> None:
         self._routes.observe(route, status, seconds)
 

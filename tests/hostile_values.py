@@ -14,9 +14,19 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-import orjson
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
+
+from atrium.testing.hostile_values import (
+    CATALOG_DOCUMENT,
+    CHECKOUT_MANIFEST,
+    HOSTILE_IDS,
+    HOSTILE_INTS,
+    HOSTILE_STRINGS,
+    HOSTILE_YAML,
+    SEARCH_MANIFEST,
+)
+from atrium.testing.hostile_values import b64 as _b64
 
 __all__ = [
     "BY_ARGUMENT",
@@ -29,40 +39,14 @@ __all__ = [
 
 MEMBER = "amelia.chen"  # of checkout-team, which owns component:default/checkout
 
-_CHECKOUT_MANIFEST = """\
-apiVersion: compute.atrium.dev/v1
-kind: PinApp
-metadata:
-  name: checkout
-  namespace: shop
-  annotations: {atrium.dev/entity-ref: component:default/checkout}
-spec: {image: registry.example/checkout:2.0, replicas: 3}
-"""
-_SEARCH_MANIFEST = _CHECKOUT_MANIFEST.replace("checkout", "search")
-_CATALOG_DOCUMENT = """\
-apiVersion: backstage.io/v1alpha1
-kind: Component
-metadata: {name: hostile-probe, description: "made by a generated operation"}
-spec: {type: service, lifecycle: experimental, owner: checkout-team}
-"""
-_LAUGHS = "a: &a [1,2,3,4,5,6,7,8,9]\n" + "".join(
-    f"{chr(98 + i)}: &{chr(98 + i)} [{','.join([f'*{chr(97 + i)}'] * 9)}]\n" for i in range(8)
-)
-
-
-def _b64(value: Any) -> str:
-    raw = value if isinstance(value, bytes) else orjson.dumps(value)
-    return base64.urlsafe_b64encode(raw).decode()
-
-
 # Arguments naming one real thing together: a generated operation that asks for these names
 # has them replaced by one of these sets (the other arguments stay as generated).
 TARGETS = [
     {"cluster": "east", "namespace": "shop", "name": "checkout", "ref": "component:checkout"},
     {"cluster": "west", "namespace": "shop", "name": "search", "ref": "component:default/search"},
     {"cluster": "east", "namespace": "shop", "name": "nope", "ref": "api:default/checkout-api"},
-    {"ref": f"user:default/{MEMBER}", "manifest": _CHECKOUT_MANIFEST, "yaml": _CATALOG_DOCUMENT},
-    {"cluster": "east", "manifest": _SEARCH_MANIFEST, "image": "registry.example/checkout:3"},
+    {"ref": f"user:default/{MEMBER}", "manifest": CHECKOUT_MANIFEST, "yaml": CATALOG_DOCUMENT},
+    {"cluster": "east", "manifest": SEARCH_MANIFEST, "image": "registry.example/checkout:3"},
 ]
 DOMAIN_STRINGS = [
     "component:default/checkout",
@@ -79,91 +63,24 @@ DOMAIN_STRINGS = [
     "checkout",
     "search",
     "registry.example/checkout:2.0",
-    _CHECKOUT_MANIFEST,
-    _SEARCH_MANIFEST,
-    _CATALOG_DOCUMENT,
+    CHECKOUT_MANIFEST,
+    SEARCH_MANIFEST,
+    CATALOG_DOCUMENT,
     _b64(["name", "checkout", "component:default/checkout"]),  # a name-order cursor
     _b64(["owner", None, "component:default/checkout"]),  # past the owned, by owner
     _b64(["checkout", "component:default/checkout"]),  # a name cursor of an earlier form
     _b64(3),  # a relevance cursor
     base64.b64encode(b"Component:component:default/checkout").decode(),  # a global ID
 ]
-HOSTILE_STRINGS = [
-    "\x00",
-    "component:default/check\x00out",
-    "\ud800",
-    "check\udfffout",
-    "",
-    " ",
-    "%",
-    "_",
-    "\\",
-    "%_\\%",
-    "'; drop table entities; --",
-    '" or 1=1 --',
-    "a:* & !b | (c <-> d)",
-    "../../../../etc/passwd",
-    "component:../../x",
-    "${jndi:ldap://127.0.0.1/a}",
-    "{{7*7}}",
-    "<script>alert(1)</script>",
-    "\r\nX-Injected: 1",
-    "\u202eevil",
-    "\ufeff",
-    "\U0001f600" * 50,
-    "\U0001d518\U0001d52b\U0001d526",  # letters outside the Basic Multilingual Plane
-    "a" * 100_000,
-    "component:default/" + "a" * 300,
-    "atr_x_y",
-]
-# YAML that does not parse, or stands for what no JSON (nor PostgreSQL) can hold.
-HOSTILE_YAML = [
-    "a: [b",
-    "[" * 5_000,
-    "&a [*a]",
-    _LAUGHS,
-    'a: "\\0"',
-    'a: "\\ud800"',
-    "a: 123456789012345678901234567890",
-    "a: " + "9" * 5_000,
-    "a: !!binary aGVsbG8=",
-    "a: !!int abc",
-    "? [a]\n: b",
-    "a: b\n\x07",
-    "!!python/object/apply:os.system [id]",
-    _CHECKOUT_MANIFEST.replace("ref: component:default/checkout", 'ref: "check\\0out"'),
-    _CHECKOUT_MANIFEST.replace("replicas: 3", "replicas: 3, env: {a: 1}"),
-    _CHECKOUT_MANIFEST.replace("  annotations: {", "  labels: {a: [1]}\n  annotations: {"),
-    _CATALOG_DOCUMENT.replace("experimental", "{x: .nan}"),
-]
-# Cursors and global IDs this API never issued.
-HOSTILE_IDS = [
-    "Y3Vyc29y",  # base64 of "cursor"
-    _b64(["a\x00", "b"]),
-    _b64(b'["a","\\ud800"]'),
-    _b64([1, 2]),
-    _b64(["title", None, "component:default/checkout"]),  # titles are never missing
-    _b64(["owner", "a\x00", "b"]),
-    _b64(["nope", "a", "b"]),
-    _b64(2**63),
-    _b64(-1),
-    _b64(b"\xff\xfe\x00"),
-    base64.b64encode(b"Query:x").decode(),
-    base64.b64encode(b"Nope:x").decode(),
-    base64.b64encode(b":").decode(),
-    base64.b64encode(b"Component:component:default/a\x00b").decode(),
-]
-HOSTILE_STRINGS += HOSTILE_YAML + HOSTILE_IDS
 # What the arguments of these names are given, now and then, besides what their type allows:
 # the inputs a parser or decoder stands behind.
 BY_ARGUMENT = {
-    "manifest": [*HOSTILE_YAML, _CHECKOUT_MANIFEST, _SEARCH_MANIFEST],
-    "yaml": [*HOSTILE_YAML, _CATALOG_DOCUMENT],
+    "manifest": [*HOSTILE_YAML, CHECKOUT_MANIFEST, SEARCH_MANIFEST],
+    "yaml": [*HOSTILE_YAML, CATALOG_DOCUMENT],
     "after": [*HOSTILE_IDS, _b64(["checkout", "component:default/checkout"]), _b64(3)],
     "id": [*HOSTILE_IDS, base64.b64encode(b"Component:component:default/checkout").decode()],
     "search": ["%", "_", "\\", "'", '"', "a:* & !b | (c <-> d)", "!!!", "(", "<->", "\x00"],
 }
-HOSTILE_INTS = [-(2**31), -1, 0, 1, 2, 20, 99, 100, 101, 500, 501, 1000, 1001, 10_001, 2**31 - 1]
 
 
 def _text() -> st.SearchStrategy[str]:

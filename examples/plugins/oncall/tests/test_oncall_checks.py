@@ -29,8 +29,8 @@ QUERIES = [
 
 
 async def test_hostile_inputs_to_the_plugins_fields(oncall: Any) -> None:
-    await check_hostile_inputs(oncall, "oncall")
+    assert await check_hostile_inputs(oncall, "oncall") > 0
 
 
 async def test_answers_on_plans_equal_the_generic_executors(oncall: Any) -> None:
-    await check_plan_equivalence(oncall, QUERIES)
+    assert await check_plan_equivalence(oncall, QUERIES) >= len(QUERIES)

@@ -243,7 +243,7 @@ async def generate_history(url: str, total: int, seed: int) -> History:
         lap("DORA days")
         slugged = rng.sample(sorted(history.counts), max(1, len(history.counts) // 10))
         history.slugs = [r[0] for r in await db.fetch(_SLUGS, slugged, SLUG)]
-        for table in [*TABLES, "entities"]:
+        for table in [*TABLES, "entities", "deployment_dora_components", "deployment_dora_owners"]:
             await db.execute(f"vacuum (analyze) {table}")
         lap("vacuum analyze")
     finally:

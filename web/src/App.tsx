@@ -3,6 +3,7 @@ import { Suspense, useEffect, useRef } from "react";
 import { Navigate, Route, Routes, useLocation, useNavigate, useNavigationType, useParams } from "react-router";
 import { Loading } from "./components/Section";
 import { Header } from "./components/Header";
+import { linkHandlers } from "./links";
 import { routes } from "./routes";
 import { runtime } from "./runtime";
 import { useColorScheme } from "./theme";
@@ -16,20 +17,6 @@ function EntityOrTeam() {
 function TeamRedirect() {
   const { name = "" } = useParams();
   return <Navigate replace to={`/catalog/default/group/${encodeURIComponent(name)}`} />;
-}
-
-// A link within the console is a client-side navigation; anything else (another site, a new
-// tab, a download, the API) the browser's.
-// Pages of the console; not its assets, the API, nor sign-in (the server's, off to the provider).
-function internal(href: string, target?: string | null): boolean {
-  return (
-    href.startsWith("/") &&
-    !href.startsWith("//") &&
-    !href.startsWith("/assets/") &&
-    !href.startsWith("/graphql") &&
-    !href.startsWith("/auth/") &&
-    !target
-  );
 }
 
 // After a navigation to another page: its top, and the keyboard's focus on its content (a
@@ -56,18 +43,7 @@ export function App() {
   useNewPageFocus();
   return (
     <ColorSchemeProvider colorScheme={scheme}>
-      <GlobalEventsHandlerProvider
-        linkHandlers={{
-          onNavigation:
-            ({ href, target }) =>
-            ({ event }) => {
-              const mouse = event as React.MouseEvent;
-              if (!internal(href, target) || mouse.metaKey || mouse.ctrlKey || mouse.shiftKey || mouse.altKey) return;
-              event.preventDefault();
-              navigate(href);
-            },
-        }}
-      >
+      <GlobalEventsHandlerProvider linkHandlers={linkHandlers(navigate)}>
         <Header />
         <main id="main" className="atrium-main" tabIndex={-1}>
           <Suspense fallback={<Loading />}>

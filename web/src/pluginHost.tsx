@@ -8,6 +8,7 @@ import { ColorSchemeProvider, GlobalEventsHandlerProvider } from "gestalt";
 import { type ReactNode, useEffect, useLayoutEffect, useRef } from "react";
 import { createRoot, hydrateRoot, type Root } from "react-dom/client";
 import { ActionStatus } from "./components/Confirm";
+import { linkHandlers } from "./links";
 import type { ModulePanel } from "./pluginModules";
 import type { PanelProps } from "./plugins";
 import { runtime } from "./runtime";
@@ -22,28 +23,13 @@ export function keepServedPanels() {
   }
 }
 
-function internal(href: string, target?: string | null): boolean {
-  return href.startsWith("/") && !href.startsWith("//") && !/^\/(assets|graphql|auth|plugins)\//.test(href) && !target;
-}
-
 // What a module's panel finds around it, as the console's own panels do.
 function Frame({ children }: { children: ReactNode }) {
   const scheme = useColorScheme();
   return (
     <ApolloProvider client={runtime.client!}>
       <ColorSchemeProvider colorScheme={scheme}>
-        <GlobalEventsHandlerProvider
-          linkHandlers={{
-            onNavigation:
-              ({ href, target }) =>
-              ({ event }) => {
-                const mouse = event as React.MouseEvent;
-                if (!internal(href, target) || mouse.metaKey || mouse.ctrlKey || mouse.shiftKey || mouse.altKey) return;
-                event.preventDefault();
-                runtime.navigate(href);
-              },
-          }}
-        >
+        <GlobalEventsHandlerProvider linkHandlers={linkHandlers((href) => runtime.navigate(href))}>
           <ActionStatus>{children}</ActionStatus>
         </GlobalEventsHandlerProvider>
       </ColorSchemeProvider>

@@ -1,7 +1,7 @@
 """Generated and hostile operations against the whole live schema never make a server error.
 
-The app is assembled as deployed (catalog, ownership, PinCompute watching two emulated
-clusters) with the demo organisation, and asked over HTTP as three callers: nobody, a member
+The app is assembled as deployed (catalog, ownership, every installed plugin: PinCompute
+watching two emulated clusters) with the demo organisation, and asked over HTTP as three callers: nobody, a member
 of the team owning checkout (through the trusted proxy's header), and an admin token.
 
 - Property-based: hypothesis-graphql generates queries and mutations for every root field,
@@ -10,6 +10,8 @@ of the team owning checkout (through the trusted proxy's header), and an admin t
   derandomized so CI sees the same operations every time. Hypothesis runs in a thread and
   hands each operation to the app's event loop, so a failure is shrunk to a small example.
 - A sweep: every argument of every root field given each hostile value in turn.
+- The test kit's ``check_hostile_inputs`` over each installed plugin's own fields, those it
+  adds to other types included (Atrium's bundled plugins, and any other package's).
 
 Every answer must be below 500, every error must carry ``extensions.code`` and none may be
 ``INTERNAL_SERVER_ERROR``; every mutation that ran or was refused as unstorable is in the audit
@@ -60,12 +62,7 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import mutations, queries
 
-from plugins.deployments import DeploymentsPlugin
-from plugins.deployments.settings import DeploymentSettings
-from plugins.observability import ObservabilityPlugin
-from plugins.observability.settings import ObservabilitySettings
-from plugins.pincompute import PinComputePlugin
-from plugins.pincompute.settings import ComputeSettings
+from atrium.testing import check_hostile_inputs, installed_plugin_ids, select_plugins
 from sources.catalog.documents import parse_documents, read_paths
 from sources.catalog.store import apply_batch
 from tests.conftest import EXAMPLES, AppFactory, Client
@@ -99,22 +96,19 @@ class Env:
 
 
 @pytest.fixture
-async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
+async def env(
+    make_client: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Env]:
     async with start_clusters("east", "west") as (east, west):
         await east.put("pinapps", "shop", pinapp("checkout", "component:default/checkout"))
         await west.put("pinapps", "shop", pinapp("search", "component:default/search"))
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig(east, west)))
-        compute = ComputeSettings(
-            kubeconfig=str(path), compute_watch_timeout=2, compute_request_timeout=1.0
-        )
-        client: Client = await make_client(
-            plugins=[
-                PinComputePlugin(compute),
-                DeploymentsPlugin(DeploymentSettings()),
-                ObservabilityPlugin(ObservabilitySettings()),
-            ]
-        )
+        # Every installed plugin, each reading its settings as `atrium serve` does.
+        monkeypatch.setenv("ATRIUM_KUBECONFIG", str(path))
+        monkeypatch.setenv("ATRIUM_COMPUTE_WATCH_TIMEOUT", "2")
+        monkeypatch.setenv("ATRIUM_COMPUTE_REQUEST_TIMEOUT", "1.0")
+        client: Client = await make_client(plugins=select_plugins(None))
         assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
 
         async def synced() -> bool:
@@ -488,3 +482,18 @@ async def _with_headers(env: Env, headers: dict[str, bytes]) -> None:
             body = orjson.loads(response.content)
             for error in body.get("errors", ()):
                 assert error["extensions"]["code"] not in (None, "INTERNAL_SERVER_ERROR")
+
+
+# What a plugin's field is reached through, and given besides the hostile value: the demo's
+# names, so that fields of other types (Component.workloads...) are reached on a real entity.
+PLUGIN_VALUES = {**TARGETS[0], "Group": {"ref": "group:default/checkout-team"}}
+
+
+@pytest.mark.parametrize("plugin_id", installed_plugin_ids())
+async def test_every_installed_plugins_fields_with_hostile_values(env: Env, plugin_id: str) -> None:
+    """The kit's check, as a plugin's own tests run it: every argument of every field the
+    plugin adds (on the root and on other types), as nobody and as an admin."""
+    before = await catalog(env)
+    sent = await check_hostile_inputs(env.client, plugin_id, values=PLUGIN_VALUES)
+    assert sent > 100, sent
+    await assert_intact(env, before, None)

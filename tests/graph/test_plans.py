@@ -20,7 +20,10 @@ the same cache tags. The operations:
 - hand-written documents for ``@skip``/``@include`` on variables, nested fragments on
   interfaces and unions, aliases merging and a mutation run serially.
 
-The app is assembled as deployed (all bundled plugins, two emulated clusters, the demo).
+- the test kit's ``check_plan_equivalence`` over a query for each field each installed plugin
+  adds (Atrium's bundled ones, and any other package's).
+
+The app is assembled as deployed (every installed plugin, two emulated clusters, the demo).
 """
 
 from __future__ import annotations
@@ -52,19 +55,16 @@ from hypothesis import HealthCheck, Phase, given, settings
 from hypothesis import strategies as st
 from hypothesis_graphql import queries
 from strawberry.dataloader import DataLoader
-from strawberry.types.execution import PreExecutionError
-from strawberry.types.graphql import OperationType as StrawberryOperationType
 
+from atrium.testing import (
+    check_plan_equivalence,
+    installed_plugin_ids,
+    plugin_queries,
+    select_plugins,
+)
+from atrium.testing.plans import compare_on_plan
 from graph.context import Info
-from graph.http_input import JSON
-from graph.http_output import result_outcome
 from graph.plugin import PluginBuilder
-from plugins.deployments import DeploymentsPlugin
-from plugins.deployments.settings import DeploymentSettings
-from plugins.observability import ObservabilityPlugin
-from plugins.observability.settings import ObservabilitySettings
-from plugins.pincompute import PinComputePlugin
-from plugins.pincompute.settings import ComputeSettings
 from sources.auth import Viewer
 from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
@@ -327,23 +327,19 @@ class ProbePlugin:
 
 
 @pytest.fixture
-async def env(make_client: AppFactory, tmp_path: Path) -> AsyncIterator[Env]:
+async def env(
+    make_client: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[Env]:
     async with start_clusters("east", "west") as (east, west):
         await east.put("pinapps", "shop", pinapp("checkout", "component:default/checkout"))
         await west.put("pinapps", "shop", pinapp("search", "component:default/search"))
         path = tmp_path / "kubeconfig"
         path.write_text(yaml.safe_dump(kubeconfig(east, west)))
-        compute = ComputeSettings(
-            kubeconfig=str(path), compute_watch_timeout=2, compute_request_timeout=1.0
-        )
-        client: Client = await make_client(
-            plugins=[
-                PinComputePlugin(compute),
-                DeploymentsPlugin(DeploymentSettings()),
-                ObservabilityPlugin(ObservabilitySettings()),
-                ProbePlugin(),
-            ]
-        )
+        # Every installed plugin, each reading its settings as `atrium serve` does.
+        monkeypatch.setenv("ATRIUM_KUBECONFIG", str(path))
+        monkeypatch.setenv("ATRIUM_COMPUTE_WATCH_TIMEOUT", "2")
+        monkeypatch.setenv("ATRIUM_COMPUTE_REQUEST_TIMEOUT", "1.0")
+        client: Client = await make_client(plugins=[*select_plugins(None), ProbePlugin()])
         assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
 
         async def synced() -> bool:
@@ -370,46 +366,14 @@ async def differ(
     viewer: Viewer,
     outcomes: Outcomes,
 ) -> None:
-    """Run one operation both ways; fail with both answers when they differ."""
-    services = env.services
-    allowed = {StrawberryOperationType.QUERY, StrawberryOperationType.MUTATION}
-    generic_context = await services.context(None, viewer)
-    generic = await services.execute(
-        query, variables, operation_name, allowed=allowed, context=generic_context
-    )
-    if isinstance(generic, PreExecutionError):
+    """Run one operation both ways (the test kit's comparison); fail with both answers when
+    they differ."""
+    compared = await compare_on_plan(env.services, query, variables, operation_name, viewer)
+    if not compared.on_plan:
         outcomes.generic_only += 1
         return
-    plan = services.assembly.plans.learn(query, operation_name)
-    if plan is None:  # left to the generic path (a literal the input guard refuses)
-        outcomes.generic_only += 1
-        return
-    compiled_context = await services.context(None, viewer)
-    compiled = await plan.execute(compiled_context, variables)
-    if compiled is None:  # refused before running (cost, unstorable input): generic answers
-        outcomes.generic_only += 1
-        return
-    expected = result_outcome(generic, JSON, None).body
-    got = result_outcome(compiled, JSON, None).body
-    context = f"{operation_name or ''} as {viewer.actor} with {variables!r}:\n{query}"
-    assert got == expected, (
-        f"answers differ for {context}\ngeneric:  {expected!r}\ncompiled: {got!r}"
-    )
-    policies = [
-        (c.cache.seconds, c.cache.private) if c.cache is not None else None
-        for c in (generic_context, compiled_context)
-    ]
-    assert policies[0] == policies[1], f"cache policies differ for {context}"
-    # Tags say what a kept answer depends on; answers with errors are never kept, and which
-    # loads a failure cut short before they ran is a matter of timing.
-    if compiled.errors is None:
-        assert generic_context.tags == compiled_context.tags, (
-            f"cache tags differ for {context}: generic only "
-            f"{generic_context.tags - compiled_context.tags}, compiled only "
-            f"{compiled_context.tags - generic_context.tags}"
-        )
     outcomes.compared += 1
-    outcomes.with_errors += b'"errors"' in expected
+    outcomes.with_errors += compared.with_errors
 
 
 # -- variables drawn from their types ----------------------------------------------------------
@@ -653,3 +617,23 @@ async def test_persisted_gets_run_on_plans_and_match_the_generic_answer(
         assert compiled.content == expected.content
         assert compiled.headers["etag"] == expected.headers["etag"]
     assert plans.runs == runs + 2
+
+
+# What a plugin's fields are reached through: the demo's names.
+PLUGIN_VALUES = {
+    "ref": "component:default/checkout",
+    "cluster": "east",
+    "namespace": "shop",
+    "name": "checkout",
+    "Group": {"ref": "group:default/checkout-team"},
+}
+
+
+@pytest.mark.parametrize("plugin_id", installed_plugin_ids())
+async def test_every_installed_plugins_fields_answer_alike(env: Env, plugin_id: str) -> None:
+    """The kit's check, as a plugin's own tests run it: a query for each field the plugin
+    adds (reached from the root), as nobody and as an owner, answers alike on its plan."""
+    queries = plugin_queries(env.client, plugin_id, PLUGIN_VALUES)
+    assert queries, f"{plugin_id} adds no field a query reaches"
+    for user in (None, "amelia.chen"):
+        assert await check_plan_equivalence(env.client, queries, as_user=user) == len(queries)

@@ -12,13 +12,12 @@ page, both in the console's frame, with the answer embedded so the client render
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import quote, urlsplit
+from urllib.parse import quote
 
 import orjson
 from markupsafe import Markup
@@ -33,6 +32,7 @@ from sources.auth import Viewer
 from sources.errors import NotAuthenticated
 from ssr.compress import compress, negotiate
 from ssr.console import Console, PageCache, embed_json, panel_template
+from ssr.page_headers import cache_control, content_security_policy, matches, page_etag
 from ssr.present import page_sections
 from ssr.viewer import page_data, sign_in_href
 
@@ -49,17 +49,6 @@ ROUTE_CHUNKS = {
     "missing": None,
 }
 SITE = "Atrium"
-# Scripts only from the build (/assets/, same origin) and the theme's inline one by its hash;
-# styles from the build and the inline critical CSS by its hash; style attributes (Gestalt's
-# components size some of their elements with them). The embedded results are data (type
-# application/json), which browsers never run. No inline handler. Forms go to Atrium, and
-# signing out (a form) on to the identity provider, which ends its session too.
-_POLICY = (
-    "default-src 'self'; script-src 'self' {script}; style-src 'self' {style}; "
-    "style-src-attr 'unsafe-inline'; img-src 'self' data: https:; connect-src 'self'; "
-    "font-src 'self' data:; object-src 'none'; base-uri 'none'; form-action 'self'{forms}; "
-    "frame-ancestors 'none'"
-)
 
 
 @dataclass(slots=True)
@@ -172,12 +161,7 @@ async def _respond(request: Request, page: Page) -> Response:
     title, description = _meta(page, template, status, data, main)
 
     headers = {
-        "content-security-policy": _POLICY.format(
-            script=console.inline.script_hash
-            + (f" {console.import_map.hash}" if console.import_map is not None else ""),
-            style=console.inline.style_hash,
-            forms=_provider_origin(services.settings.oidc_issuer),
-        ),
+        "content-security-policy": content_security_policy(console, services.settings.oidc_issuer),
         "x-content-type-options": "nosniff",
         "referrer-policy": "same-origin",
         "vary": services.vary[1].decode("latin-1") + ", Accept-Encoding",
@@ -185,10 +169,11 @@ async def _respond(request: Request, page: Page) -> Response:
     accepted = request.headers.get("accept-encoding")
     etag = None
     if template != "shell.html" and len(kept) == len(answers):
-        etag = _page_etag(console, request, template, status, answers, about, viewer)
+        etags = [a.etag for a in answers]
+        etag = page_etag(console, request, template, status, etags, about, viewer)
         headers["etag"] = etag
-        headers["cache-control"] = _cache_control(answers, viewer)
-        if _matches(request.headers.get("if-none-match"), etag):
+        headers["cache-control"] = cache_control([a.policy for a in answers], viewer)
+        if matches(request.headers.get("if-none-match"), etag):
             return Response(status_code=304, headers=headers)
         forms = console.pages.get(etag)
         if forms is not None:
@@ -359,54 +344,5 @@ async def _panel_answers(
     return answers
 
 
+# Panels' operations finishing after their page.
 _LATE: set[asyncio.Task[Answer]] = set()
-# The codes of an answer refusing what the address asked for.
-_REFUSALS = (
-    "BAD_USER_INPUT",
-    "GRAPHQL_VALIDATION_FAILED",
-)  # panels' operations finishing after their page
-
-
-def _cache_control(answers: list[Answer], viewer: Viewer) -> str:
-    """Kept by the browser and revalidated on every use: a page says what is true now (a star
-    just given, a deploy just finished), and its ETag, made of its answers', makes the check
-    a 304 when nothing it shows changed. Shared only when every answer may be and nobody is
-    signed in (the page names its viewer)."""
-    policies = [a.policy for a in answers]
-    private = viewer.ref is not None or any(p is not None and p[1] for p in policies)
-    return f"{'private' if private else 'public'}, no-cache"
-
-
-def _page_etag(
-    console: Console,
-    request: Request,
-    template: str,
-    status: int,
-    answers: list[Answer],
-    about: dict[str, Any],
-    viewer: Viewer,
-) -> str:
-    """Made of what the page renders: its address (the title and whatever the template reads
-    from it), the build, its answers and, as the page names its viewer, who that is."""
-    parts = [console.version, request.url.path, request.url.query, template, str(status)]
-    parts.append(orjson.dumps(about).decode())
-    parts += [a.etag or "" for a in answers]
-    parts += [viewer.via, viewer.ref or "", viewer.token_name or ""]
-    digest = hashlib.blake2b("\n".join(parts).encode(), digest_size=16).hexdigest()
-    return f'"p{digest}"'
-
-
-def _provider_origin(issuer: str | None) -> str:
-    if not issuer:
-        return ""
-    parts = urlsplit(issuer)
-    return f" {parts.scheme}://{parts.netloc}"
-
-
-def _matches(if_none_match: str | None, etag: str) -> bool:
-    if not if_none_match:
-        return False
-    return any(
-        candidate.strip() in ("*", etag) or candidate.strip().removeprefix("W/") == etag
-        for candidate in if_none_match.split(",")
-    )

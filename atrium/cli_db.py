@@ -13,7 +13,7 @@ __all__ = ["DEMO_PATH", "prepare", "with_database"]
 
 log = logging.getLogger("atrium.cli")
 
-DEMO_PATH = Path(__file__).resolve().parent.parent / "examples"
+DEMO_PATH = Path(__file__).resolve().parent / "demo"
 
 
 async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:

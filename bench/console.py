@@ -36,7 +36,7 @@ from graph.settings import Settings
 __all__ = ["run_console"]
 
 WEB_DIST = ROOT / "web" / "dist"
-EXAMPLES = ROOT / "examples"
+EXAMPLES = ROOT / "atrium" / "demo"
 CHROMIUM = "/usr/bin/chromium"
 PATH = "/catalog/default/component/checkout"
 NAME = "Checkout Service"

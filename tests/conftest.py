@@ -24,7 +24,7 @@ from sources.db import Database, DatabaseOptions
 __all__ = ["EXAMPLES", "ROOT", "AppFactory", "Client", "_admin", "_with_database", "redis_server"]
 
 ROOT = Path(__file__).resolve().parent.parent
-EXAMPLES = ROOT / "examples"
+EXAMPLES = ROOT / "atrium" / "demo"
 
 
 @pytest.fixture(scope="session")

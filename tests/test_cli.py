@@ -61,10 +61,10 @@ def test_schema_print_matches_the_committed_schema() -> None:
 
 def test_catalog_import_reports_and_is_idempotent(database_url: str, tmp_path: Path) -> None:
     env = {"ATRIUM_DATABASE_URL": database_url}
-    first = atrium("catalog", "import", str(ROOT / "examples"), env=env)
+    first = atrium("catalog", "import", str(ROOT / "atrium" / "demo"), env=env)
     assert first.returncode == 0, first.stderr
     assert "created 190, updated 0, unchanged 0, deleted 0, rejected 0" in first.stdout
-    again = atrium("catalog", "import", str(ROOT / "examples"), env=env)
+    again = atrium("catalog", "import", str(ROOT / "atrium" / "demo"), env=env)
     assert "created 0, updated 0, unchanged 190" in again.stdout
 
     bad = tmp_path / "catalog-info.yaml"

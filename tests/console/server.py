@@ -30,11 +30,7 @@ DEPLOY_SECRET = "the console tests' deploy events"
 @asynccontextmanager
 async def demo_database(pg_admin_url: str, template_db: str) -> AsyncIterator[str]:
     """A migrated database of its own with the demo organisation imported; dropped after."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
-    async with _admin(pg_admin_url) as conn:
-        await conn.execute(f'create database "{name}" template "{template_db}"')
-    url = _with_database(pg_admin_url, name)
-    try:
+    async with empty_database(pg_admin_url, template_db) as url:
         db = await Database.connect(url, min_size=1, max_size=2)
         try:
             result = await apply_batch(db, read_paths([EXAMPLES]))
@@ -42,6 +38,16 @@ async def demo_database(pg_admin_url: str, template_db: str) -> AsyncIterator[st
         finally:
             await db.close()
         yield url
+
+
+@asynccontextmanager
+async def empty_database(pg_admin_url: str, template_db: str) -> AsyncIterator[str]:
+    """A migrated database of its own, its catalog empty; dropped after."""
+    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    async with _admin(pg_admin_url) as conn:
+        await conn.execute(f'create database "{name}" template "{template_db}"')
+    try:
+        yield _with_database(pg_admin_url, name)
     finally:
         async with _admin(pg_admin_url) as conn:
             await conn.execute(f'drop database if exists "{name}" with (force)')

@@ -23,7 +23,7 @@ from playwright.async_api import Browser
 
 from tests.conftest import ROOT
 from tests.console.browser import console_page
-from tests.console.server import WEB_DIST, Served, demo_database
+from tests.console.server import WEB_DIST, Served, empty_database
 
 EXAMPLE = ROOT / "examples" / "plugins" / "oncall"
 # What Atrium's wheel is built from (pyproject.toml's packages, and the README it names).
@@ -40,7 +40,9 @@ document.addEventListener('readystatechange', () => {
 
 def _run(command: list[str], cwd: Path, env: dict[str, str] | None = None) -> str:
     done = subprocess.run(command, cwd=cwd, env=env, capture_output=True, text=True)
-    assert done.returncode == 0, f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    assert done.returncode == 0, (
+        f"{' '.join(command)}:\n{done.stdout[-4000:]}\n{done.stderr[-4000:]}"
+    )
     return done.stdout
 
 
@@ -83,8 +85,19 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
         shutil.copy(ROOT / name, source / name)
     python = sys.executable
     _run(
-        [python, "-m", "pip", "wheel", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "-w", str(work / "wheels"), str(source)],
+        [
+            python,
+            "-m",
+            "pip",
+            "wheel",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "-w",
+            str(work / "wheels"),
+            str(source),
+        ],
         work,
     )
     (wheel,) = (work / "wheels").glob("atrium-*.whl")
@@ -109,15 +122,23 @@ def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
 def test_no_checkout_is_on_the_environments_path(venv: Path, tmp_path: Path) -> None:
     python = str(venv / "venv" / "bin" / "python")
     where = _run(
-        [python, "-c", "import atrium, graph.plugin, atrium_oncall; "
-         "print(atrium.__file__); print(atrium_oncall.__file__)"],
+        [
+            python,
+            "-c",
+            "import atrium, graph.plugin, atrium_oncall; "
+            "print(atrium.__file__); print(atrium_oncall.__file__)",
+        ],
         tmp_path,
         _clean_env(),
     )
     for line in where.split():
         assert line.startswith(str(venv / "venv")), where
     found = subprocess.run(
-        [python, "-c", "import tests"], cwd=tmp_path, env=_clean_env(), capture_output=True, text=True
+        [python, "-c", "import tests"],
+        cwd=tmp_path,
+        env=_clean_env(),
+        capture_output=True,
+        text=True,
     )
     assert found.returncode == 1
     assert "No module named 'tests'" in found.stderr
@@ -126,8 +147,15 @@ def test_no_checkout_is_on_the_environments_path(venv: Path, tmp_path: Path) -> 
 def test_the_examples_own_tests_pass_on_the_installed_test_kit(venv: Path) -> None:
     plugin = venv / "oncall"
     output = _run(
-        [str(venv / "venv" / "bin" / "python"), "-m", "pytest", "tests", "-q",
-         "-p", "no:cacheprovider"],
+        [
+            str(venv / "venv" / "bin" / "python"),
+            "-m",
+            "pytest",
+            "tests",
+            "-q",
+            "-p",
+            "no:cacheprovider",
+        ],
         plugin,
         _clean_env(),
     )
@@ -145,12 +173,13 @@ def _free_port() -> int:
 
 @pytest.fixture(scope="module")
 async def served(venv: Path, pg_admin_url: str, template_db: str) -> AsyncIterator[Served]:
-    """`atrium serve --demo` of the environment, on a database holding the demo catalog, with
-    the checkout's console build (ATRIUM_WEB_DIR) byte for byte the same afterwards."""
+    """`atrium serve --demo` of the environment on an empty database, which it fills with the
+    demo organisation the wheel ships, with the checkout's console build (ATRIUM_WEB_DIR) byte
+    for byte the same afterwards."""
     assert (WEB_DIST / ".vite" / "manifest.json").is_file(), "the console is not built: make web"
     before = _build_digest()
     log = venv / "server.log"
-    async with demo_database(pg_admin_url, template_db) as url:
+    async with empty_database(pg_admin_url, template_db) as url:
         port = _free_port()
         with log.open("wb") as out:
             process = await asyncio.create_subprocess_exec(
@@ -216,7 +245,9 @@ async def test_the_examples_panel_is_served_then_hydrated_in_place(
               };
             }"""
         )
-        assert state["served"], f"the panel is not in the server's HTML:\n{served.log_text()[-3000:]}"
+        assert state["served"], (
+            f"the panel is not in the server's HTML:\n{served.log_text()[-3000:]}"
+        )
         assert state["same"], "React replaced the panel"
         assert state["hydrated"] and state["framed"]
         # The demo's rotations (the plugin's demo hook): Checkout's rotation, a real person.

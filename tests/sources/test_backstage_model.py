@@ -31,7 +31,7 @@ from sources.yaml_json import Yaml12Loader, load_yaml
 
 ROOT = Path(__file__).resolve().parents[2]
 CLIENTS = ROOT / "tests" / "clients"
-CATALOGS = (ROOT / "examples", ROOT / "tests" / "fixtures" / "petshop")
+CATALOGS = (ROOT / "atrium" / "demo", ROOT / "tests" / "fixtures" / "petshop")
 
 
 @dataclass(frozen=True, slots=True)

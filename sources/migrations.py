@@ -215,8 +215,9 @@ async def _apply_online(db: Database, migration: Migration) -> None:
     build waits for every transaction older than it, and one waiting for a lock is one, so
     builds would wait for each other. Instead a replica that finds the index being built waits
     for it, by looking again; two builds that start at once are found deadlocked by
-    PostgreSQL, and the one it stops looks again. A build that ends leaves the index valid
-    (``if not exists`` then skips it); an invalid index that no one is building is what an
+    PostgreSQL, and the one it stops looks again; one whose ``if not exists`` found another's
+    build begun just after it looked waits for that build. A build that ends leaves the index
+    valid (``if not exists`` then skips it); an invalid index that no one is building is what an
     interrupted build left, and is dropped first; an index still invalid after its build
     (another replica's failed) fails the migration, to be applied again at the next start."""
     pooled = db.options.transaction_pooling
@@ -244,6 +245,12 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 except asyncpg.DeadlockDetectedError:
                     await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
                     continue
+                state = await conn.fetchval(_BUILD_STATE, name)
+                if state == "building":
+                    # Another replica's build began between the look and this one, which
+                    # ``if not exists`` then skipped: wait for that one.
+                    await asyncio.sleep(_LOOK_AGAIN)
+                    continue
+                if state != "valid":
+                    raise MigrationError(f"the index {name} was left invalid by a failed build")
                 break
-            if await conn.fetchval(_BUILD_STATE, name) != "valid":
-                raise MigrationError(f"the index {name} was left invalid by a failed build")

@@ -69,6 +69,7 @@ end
 from pg_index i where i.indexrelid = to_regclass($1)
 """
 _LOOK_AGAIN: Final = 0.5  # seconds
+_SKIPPED_BUILDS: Final = 10  # builds skipped for another replica's that then failed
 # Any constant works as long as every replica uses the same one.
 _LOCK_KEY = 0x41_54_52_49_55_4D  # "ATRIUM"
 
@@ -215,11 +216,12 @@ async def _apply_online(db: Database, migration: Migration) -> None:
     build waits for every transaction older than it, and one waiting for a lock is one, so
     builds would wait for each other. Instead a replica that finds the index being built waits
     for it, by looking again; two builds that start at once are found deadlocked by
-    PostgreSQL, and the one it stops looks again; one whose ``if not exists`` found another's
-    build begun just after it looked waits for that build. A build that ends leaves the index
-    valid (``if not exists`` then skips it); an invalid index that no one is building is what an
-    interrupted build left, and is dropped first; an index still invalid after its build
-    (another replica's failed) fails the migration, to be applied again at the next start."""
+    PostgreSQL, and the one it stops looks again; one that ``if not exists`` skipped, another's
+    build having begun just after it looked, looks again too. A build that ends leaves the
+    index valid (``if not exists`` then skips it); an invalid index that no one is building is
+    what an interrupted build left, and is dropped first and built again; one skipped for
+    other replicas' failing builds ten times over fails the migration, to be applied again at
+    the next start."""
     pooled = db.options.transaction_pooling
     async with db.pool.acquire() as conn:
         if not pooled:  # the session's statement_timeout; the pool resets it on release
@@ -230,6 +232,7 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 await conn.execute(statement, timeout=_ONLINE_TIMEOUT)
                 continue
             name = build[1]
+            skipped = 0
             while True:
                 state = await conn.fetchval(_BUILD_STATE, name)
                 if state == "building":
@@ -245,12 +248,11 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 except asyncpg.DeadlockDetectedError:
                     await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
                     continue
-                state = await conn.fetchval(_BUILD_STATE, name)
-                if state == "building":
-                    # Another replica's build began between the look and this one, which
-                    # ``if not exists`` then skipped: wait for that one.
-                    await asyncio.sleep(_LOOK_AGAIN)
-                    continue
-                if state != "valid":
+                if await conn.fetchval(_BUILD_STATE, name) == "valid":
+                    break
+                # ``if not exists`` skipped this build: another replica's began between the
+                # look and it, and is going on (wait for it) or failed (build it again).
+                skipped += 1
+                if skipped > _SKIPPED_BUILDS:
                     raise MigrationError(f"the index {name} was left invalid by a failed build")
-                break
+                await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))

@@ -42,6 +42,7 @@ __all__ = [
     "Yaml12Loader",
     "load_yaml",
     "load_yaml_document",
+    "yaml_problem",
 ]
 
 MAX_DEPTH: Final = 64
@@ -68,7 +69,7 @@ class InvalidYaml(ValueError):
             column = error.position - (text.rfind("\n", 0, error.position) + 1) + 1
             return cls(f"the character U+{error.character:04X} is not allowed", line, column)
         mark = getattr(error, "problem_mark", None)
-        problem = getattr(error, "problem", None) or str(error)
+        problem = yaml_problem(error)
         if mark is None:
             return cls(problem)
         return cls(problem, mark.line + 1, mark.column + 1)
@@ -308,6 +309,16 @@ class Yaml12Loader(CParser, _Yaml12):
     check_node = Composer.check_node
     get_node = Composer.get_node
     get_single_node = Composer.get_single_node
+
+
+def yaml_problem(error: yaml.YAMLError) -> str:
+    """What is wrong, in Atrium's words where libyaml has its own: from PyYAML 6.0.4 its
+    scanner refuses values nested more than 1,000 deep while looking ahead, before Atrium's
+    composer counts to ``MAX_DEPTH``; both mean the same to whoever wrote the text."""
+    problem = getattr(error, "problem", None) or str(error)
+    if problem == "exceeded maximum nesting depth":
+        return f"values are nested more than {MAX_DEPTH} deep"
+    return str(problem)
 
 
 def load_yaml(text: str, loader: type[JsonYamlLoader] = JsonYamlLoader) -> list[Any]:

@@ -23,7 +23,7 @@ from sources.catalog.model import Entity, validate_entity
 from sources.catalog.placeholders import FetchPolicy, Placeholders, Substituted
 from sources.catalog.refs import KINDS
 from sources.errors import EntityValidationError
-from sources.yaml_json import Yaml12Loader
+from sources.yaml_json import Yaml12Loader, yaml_problem
 
 __all__ = ["DocumentError", "ParsedBatch", "UnavailableField", "parse_documents", "read_paths"]
 
@@ -171,8 +171,7 @@ def _load(text: str, location: str, path: Path | None, root: Path | None) -> _Fi
 def _invalid(exc: yaml.YAMLError) -> str:
     mark = getattr(exc, "problem_mark", None)
     line = f" (line {mark.line + 1}, column {mark.column + 1})" if mark else ""
-    problem = getattr(exc, "problem", None) or str(exc)
-    return f"invalid YAML{line}: {problem}"
+    return f"invalid YAML{line}: {yaml_problem(exc)}"
 
 
 def _parsed(files: list[_File], placeholders: Placeholders) -> ParsedBatch:

@@ -253,7 +253,7 @@ async def test_the_examples_panel_is_served_then_hydrated_in_place(
         # The demo's rotations (the plugin's demo hook): Checkout's rotation, a real person.
         text = state["text"]
         assert "On call" in text and "Escalation policy" in text, text
-        assert "Checkout primary" in text and "UTC" in text, text
+        assert "Rotation: Checkout" in text and "UTC" in text, text
         assert page.recorded.errors == []
         modules = [r.url for r in page.recorded.requests if "/plugins/oncall/console/" in r.url]
         assert len(modules) == 1 and modules[0].endswith("/panels.js")

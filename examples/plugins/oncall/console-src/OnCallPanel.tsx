@@ -61,7 +61,7 @@ function OnCallSection({ pageRef }: PanelProps) {
           </Card>
           <Card title="Secondary">
             <Who someone={onCall.secondary} fallback={onCall.secondaryRef ?? "Nobody"} subtle={!onCall.secondaryRef} />
-            <Small>{onCall.rotation}</Small>
+            <Small>{`Rotation: ${onCall.rotation}`}</Small>
           </Card>
           <Card title="Escalation policy">
             <Para>{onCall.escalationPolicy}</Para>

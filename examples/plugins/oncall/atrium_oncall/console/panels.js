@@ -51,7 +51,7 @@ function OnCallSection({ pageRef }) {
 						someone: onCall.secondary,
 						fallback: onCall.secondaryRef ?? "Nobody",
 						subtle: !onCall.secondaryRef
-					}), /* @__PURE__ */ jsx(Small, { children: onCall.rotation })]
+					}), /* @__PURE__ */ jsx(Small, { children: `Rotation: ${onCall.rotation}` })]
 				}),
 				/* @__PURE__ */ jsx(Card, {
 					title: "Escalation policy",

@@ -215,13 +215,13 @@ async def _apply_online(db: Database, migration: Migration) -> None:
     Replicas starting together may run them at the same time, and no lock keeps them apart: a
     build waits for every transaction older than it, and one waiting for a lock is one, so
     builds would wait for each other. Instead a replica that finds the index being built waits
-    for it, by looking again; two builds that start at once are found deadlocked by
-    PostgreSQL, and the one it stops looks again; one that ``if not exists`` skipped, another's
-    build having begun just after it looked, looks again too. A build that ends leaves the
-    index valid (``if not exists`` then skips it); an invalid index that no one is building is
-    what an interrupted build left, and is dropped first and built again; one skipped for
-    other replicas' failing builds ten times over fails the migration, to be applied again at
-    the next start."""
+    for it, by looking again; two builds (or drops of a left-over) that start at once are found
+    deadlocked by PostgreSQL, and the one it stops looks again; so does one that ``if not
+    exists`` skipped, another's build having begun just after it looked. A build that ends
+    leaves the index valid (``if not exists`` then skips it); an invalid index that no one is
+    building is what an interrupted build left, and is dropped first and built again; one
+    skipped for other replicas' failing builds ten times over fails the migration, to be
+    applied again at the next start."""
     pooled = db.options.transaction_pooling
     async with db.pool.acquire() as conn:
         if not pooled:  # the session's statement_timeout; the pool resets it on release
@@ -238,12 +238,12 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 if state == "building":
                     await asyncio.sleep(_LOOK_AGAIN)
                     continue
-                if state == "left over":
-                    # The name is the migration's own (a word: _BUILD matched it), not input.
-                    await conn.execute(
-                        f"drop index concurrently if exists {name}", timeout=_ONLINE_TIMEOUT
-                    )
                 try:
+                    if state == "left over":
+                        # The name is the migration's own (a word: _BUILD matched it), not input.
+                        await conn.execute(
+                            f"drop index concurrently if exists {name}", timeout=_ONLINE_TIMEOUT
+                        )
                     await conn.execute(statement, timeout=_ONLINE_TIMEOUT)
                 except asyncpg.DeadlockDetectedError:
                     await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))

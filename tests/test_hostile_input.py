@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable, Iterator
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -39,11 +39,9 @@ from graphql import (
     GraphQLEnumType,
     GraphQLField,
     GraphQLInputObjectType,
-    GraphQLInputType,
     GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
-    GraphQLScalarType,
     GraphQLSchema,
     NameNode,
     OperationDefinitionNode,
@@ -64,13 +62,12 @@ from hypothesis import strategies as st
 from hypothesis_graphql import mutations, queries
 
 from atrium.testing import check_hostile_inputs, installed_plugin_ids, select_plugins
+from atrium.testing.hostile import hostile_values
 from sources.catalog.documents import parse_documents, read_paths
 from sources.catalog.store import apply_batch
 from tests.conftest import EXAMPLES, AppFactory, Client
 from tests.hostile_values import (
     BY_ARGUMENT,
-    HOSTILE_INTS,
-    HOSTILE_STRINGS,
     MEMBER,
     TARGETS,
     scalar_strategies,
@@ -358,7 +355,7 @@ async def test_every_argument_with_hostile_values(env: Env, who: str) -> None:
         assert root is not None
         for name, definition in root.fields.items():
             for argument_name, argument in definition.args.items():
-                for value in _hostile_values(argument.type):
+                for value in hostile_values(argument.type):
                     query, variables = _operation(root, name, definition, argument_name, value)
                     try:
                         await send(env, caller, query, variables)
@@ -367,18 +364,6 @@ async def test_every_argument_with_hostile_values(env: Env, who: str) -> None:
     assert not failures, "\n".join(failures)
     assert env.sent > 1000
     await assert_intact(env, before, await changeable_by(env, who))
-
-
-def _hostile_values(kind: GraphQLInputType) -> Iterator[Any]:
-    named = get_named_type(kind)
-    if isinstance(named, GraphQLScalarType) and named.name in ("String", "ID", "JSON"):
-        values: list[Any] = HOSTILE_STRINGS
-    elif isinstance(named, GraphQLScalarType) and named.name == "Int":
-        values = HOSTILE_INTS
-    else:
-        return
-    for value in values:
-        yield [value] if isinstance(get_nullable_type(kind), GraphQLList) else value
 
 
 def _operation(

@@ -4,7 +4,6 @@ HTML, and React hydrates it: the same node after React starts, no error, the pol
 
 from __future__ import annotations
 
-import hashlib
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -15,7 +14,7 @@ from playwright.async_api import Browser
 
 from tests.conftest import ROOT
 from tests.console.browser import console_page
-from tests.console.server import WEB_DIST, Served, atrium_serve, demo_database
+from tests.console.server import Served, atrium_serve, build_digest, demo_database
 from tests.kube import Cluster
 
 EXAMPLE = ROOT / "tests" / "example_plugin"
@@ -26,14 +25,6 @@ document.addEventListener('readystatechange', () => {
   if (document.readyState === 'interactive') window.__served = document.getElementById('hello');
 });
 """
-
-
-def _build_digest() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(WEB_DIST.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(WEB_DIST)).encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -56,13 +47,13 @@ async def with_plugin(
     site: Path, pg_admin_url: str, template_db: str, cluster: Cluster
 ) -> AsyncIterator[Served]:
     assert (site / "atrium_hello" / "console" / "panels.js").is_file()
-    before = _build_digest()
+    before = build_digest()
     async with (
         demo_database(pg_admin_url, template_db) as url,
         atrium_serve(url, (cluster,), extra={"PYTHONPATH": f"{ROOT}:{site}"}) as server,
     ):
         yield server
-    assert _build_digest() == before, "web/dist changed"
+    assert build_digest() == before, "web/dist changed"
 
 
 async def test_the_plugins_panel_is_served_then_hydrated_in_place(

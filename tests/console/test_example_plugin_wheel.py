@@ -7,7 +7,6 @@ build (web/dist) used as it is and left untouched."""
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import os
 import re
 import shutil
@@ -23,7 +22,7 @@ from playwright.async_api import Browser
 
 from tests.conftest import ROOT
 from tests.console.browser import console_page
-from tests.console.server import WEB_DIST, Served, empty_database
+from tests.console.server import WEB_DIST, Served, build_digest, empty_database
 
 EXAMPLE = ROOT / "examples" / "plugins" / "oncall"
 # What Atrium's wheel is built from (pyproject.toml's packages, and the README it names).
@@ -61,14 +60,6 @@ def _copy(source: Path, target: Path) -> None:
     shutil.copytree(
         source, target, ignore=shutil.ignore_patterns("__pycache__", "node_modules", "build")
     )
-
-
-def _build_digest() -> str:
-    digest = hashlib.sha256()
-    for path in sorted(WEB_DIST.rglob("*")):
-        if path.is_file():
-            digest.update(str(path.relative_to(WEB_DIST)).encode() + path.read_bytes())
-    return digest.hexdigest()
 
 
 @pytest.fixture(scope="module")
@@ -177,7 +168,7 @@ async def served(venv: Path, pg_admin_url: str, template_db: str) -> AsyncIterat
     demo organisation the wheel ships, with the checkout's console build (ATRIUM_WEB_DIR) byte
     for byte the same afterwards."""
     assert (WEB_DIST / ".vite" / "manifest.json").is_file(), "the console is not built: make web"
-    before = _build_digest()
+    before = build_digest()
     log = venv / "server.log"
     async with empty_database(pg_admin_url, template_db) as url:
         port = _free_port()
@@ -207,7 +198,7 @@ async def served(venv: Path, pg_admin_url: str, template_db: str) -> AsyncIterat
             except TimeoutError:
                 process.kill()
                 await process.wait()
-    assert _build_digest() == before, "web/dist changed"
+    assert build_digest() == before, "web/dist changed"
 
 
 async def _ready(process: asyncio.subprocess.Process, server: Served) -> None:

@@ -23,7 +23,6 @@ async def test_a_plugins_panel_before_and_after_the_console_starts(
     assert not snapshot.errors, snapshot.errors
 
 
-
 async def test_a_recorded_page_of_the_kit(served: Served, atrium_browser: AtriumBrowser) -> None:
     async with atrium_browser.page(served, user=OWNER) as page:
         await page.open(PAGE)

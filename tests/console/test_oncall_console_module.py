@@ -27,6 +27,6 @@ def test_the_committed_module_is_built_from_its_source(tmp_path: Path) -> None:
     )
     # Built against the SDK, React left to the page's import map; nothing of the console inlined.
     text = committed.read_text()
-    assert text.startswith('import { ActionOutcome, ActionStatus, Card, ConfirmAction')
+    assert text.startswith("import { ActionOutcome, ActionStatus, Card, ConfirmAction")
     assert 'from "@atrium/console";\nimport { jsx, jsxs } from "react/jsx-runtime";' in text
     assert "gestalt" not in text and "@apollo" not in text

@@ -1,6 +1,9 @@
 """A receiver of change events for tests: a real HTTP server (aiohttp) on 127.0.0.1, scripted
 to be down (not listening), to answer errors, to answer slowly, or to hold requests until
-released, and recording every request it read with what it answered."""
+released, and recording every request it read with what it answered.
+
+It serves on an event loop of its own (the test kit's ``LoopThread``) while it is up, so that a
+replica in another process delivering to it is answered whatever the test's loop is doing."""
 
 from __future__ import annotations
 
@@ -17,6 +20,7 @@ from typing import Any
 import orjson
 from aiohttp import web
 
+from atrium.testing.loops import LoopThread
 from tests.http_files import free_port
 
 SECRET = "receiver-secret-0123456789"
@@ -60,16 +64,29 @@ class Receiver:
         self.url = f"{'https' if tls else 'http'}://{host}:{self.port}/events"
         self.script: deque[Answer] = deque()
         self.then = Answer()
-        self.received: list[Received] = []
+        self._received: list[Received] = []
         self.holding = False  # requests wait until ``release``
-        self._released = asyncio.Event()
+        self._thread: LoopThread | None = None  # while up: the loop it serves on
+        self._released: asyncio.Event | None = None  # the thread's, set unless holding
         self._runner: web.AppRunner | None = None
 
     @property
     def up(self) -> bool:
         return self._runner is not None
 
+    @property
+    def received(self) -> list[Received]:
+        """Every request read so far, in the order they arrived (a copy)."""
+        return list(self._received)
+
     async def start(self) -> None:
+        self._thread = LoopThread(f"receiver {self.port}").start()
+        await self._thread.run(self._start())
+
+    async def _start(self) -> None:
+        self._released = asyncio.Event()
+        if not self.holding:
+            self._released.set()
         app = web.Application()
         app.router.add_post("/events", self._handle)
         runner = web.AppRunner(app, access_log=None, shutdown_timeout=0.5)
@@ -80,22 +97,30 @@ class Receiver:
 
     async def stop(self) -> None:
         self.release()
+        if self._thread is not None:
+            await self._thread.run(self._stop())
+            self._thread.close()
+            self._thread = None
+
+    async def _stop(self) -> None:
         if self._runner is not None:
             await self._runner.cleanup()
             self._runner = None
 
     def hold(self) -> None:
         self.holding = True
-        self._released.clear()
+        if self._thread is not None and self._released is not None:
+            self._thread.call(self._released.clear)
 
     def release(self) -> None:
         self.holding = False
-        self._released.set()
+        if self._thread is not None and self._released is not None:
+            self._thread.call(self._released.set)
 
     @property
     def accepted(self) -> list[Received]:
         """Requests answered 2xx, in the order they arrived."""
-        return [r for r in self.received if r.status is not None and 200 <= r.status < 300]
+        return [r for r in self._received if r.status is not None and 200 <= r.status < 300]
 
     async def _handle(self, request: web.Request) -> web.Response:
         got = Received(
@@ -104,9 +129,9 @@ class Receiver:
             signature=request.headers.get("X-Atrium-Signature-256", ""),
             body=await request.read(),
         )
-        self.received.append(got)
-        if self.holding:
-            await self._released.wait()
+        self._received.append(got)
+        assert self._released is not None
+        await self._released.wait()
         answer = self.script.popleft() if self.script else self.then
         if answer.delay:
             await asyncio.sleep(answer.delay)

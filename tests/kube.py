@@ -14,6 +14,11 @@ kubeconfig, over TCP, with its own timeouts. Three layers, each for a reason:
 * `_Relay`, a TCP relay in front of the emulator, is what the cluster's URL points at: network
   faults (`go_dark`, `stop`) are made there, without touching the emulator or its state.
 
+Each cluster is served on an event loop of its own (the test kit's `LoopThread`), not on the
+test's: the test's loop stands still between tests and while a test blocks, and a client in
+another process (`atrium serve` in a console test) would then see the cluster stop answering.
+`Cluster`'s methods may be called from any thread or loop: they do their work on the cluster's.
+
 The emulator checks little of what a client sends: label and field selectors, `limit`,
 `resourceVersion` preconditions and patch content types are all ignored. Tests assert what the
 code sent (`Cluster.requests`), never that the emulator would have refused it.
@@ -24,10 +29,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
+import functools
 import json
-from collections.abc import AsyncIterator, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, ParamSpec, TypeVar
 
 import aiohttp
 import aiohttp.test_utils
@@ -38,6 +44,7 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 from multidict import CIMultiDict, CIMultiDictProxy
 
+from atrium.testing.loops import LoopThread
 from plugins.pincompute.emulator import (
     DEFAULT_RESOURCES,
     PODS,
@@ -239,6 +246,24 @@ class _Relay:
             await writer.wait_closed()
 
 
+P = ParamSpec("P")
+T = TypeVar("T")
+
+
+def _on_cluster_loop(
+    method: Callable[P, Coroutine[Any, Any, T]],
+) -> Callable[P, Awaitable[T]]:
+    """A `Cluster` coroutine method, run on the cluster's own loop whoever awaits it."""
+
+    @functools.wraps(method)
+    async def hop(*args: P.args, **kwargs: P.kwargs) -> T:
+        cluster = args[0]
+        assert isinstance(cluster, Cluster)
+        return await cluster._thread.run(method(*args, **kwargs))
+
+    return hop
+
+
 class KubeHarnessError(RuntimeError):
     """A harness write that the emulator refused: the test set up something impossible."""
 
@@ -253,8 +278,10 @@ class Cluster:
         relay: _Relay,
         session: aiohttp.ClientSession,
         resources: Iterable[Resource],
+        thread: LoopThread,
     ) -> None:
         self.name = name
+        self._thread = thread  # the loop the emulator, the relay and the session live on
         self.emulator = emulator  # kmock's DSL for anything the harness does not cover
         self._relay = relay
         self._session = session  # bound to the emulator's own port
@@ -273,17 +300,17 @@ class Cluster:
     @property
     def requests(self) -> list[SentRequest]:
         """Every request the clients sent, in order, as sent (the harness's own are left out)."""
-        return self.emulator.sent
+        return self._thread.call(list, self.emulator.sent)
 
     @property
     def resource_version(self) -> str:
         """The latest resourceVersion the emulator stamped (one per write, deletes included)."""
-        return str(self.emulator.last_resource_version)
+        return str(self._thread.call(lambda: self.emulator.last_resource_version))
 
     @property
     def errors(self) -> list[Exception]:
         """What the emulator raised while serving (404s included): a first look when a test fails."""
-        return self.emulator.errors
+        return self._thread.call(list, self.emulator.errors)
 
     def kubeconfig_context(self) -> dict[str, Any]:
         """This cluster's entries for a kubeconfig: a cluster, a user with a token, a context."""
@@ -303,6 +330,9 @@ class Cluster:
 
     def objects(self, plural: str) -> list[dict[str, Any]]:
         """The current (not deleted) objects of a resource in every namespace, as copies."""
+        return self._thread.call(self._objects, plural)
+
+    def _objects(self, plural: str) -> list[dict[str, Any]]:
         key = self.resource(plural).key
         return [
             copy.deepcopy(obj.raw)
@@ -312,11 +342,15 @@ class Cluster:
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One current object as a copy, or None if it does not exist (or was deleted)."""
+        return self._thread.call(self._get, plural, namespace, name)
+
+    def _get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         key = (self.resource(plural).key, namespace, name)
         if key not in self.emulator.objects or self.emulator.objects[key].deleted:
             return None
         return copy.deepcopy(self.emulator.objects[key].raw)
 
+    @_on_cluster_loop
     async def put(
         self, plural: str, namespace: str | None, obj: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -334,7 +368,7 @@ class Cluster:
         metadata = body.setdefault("metadata", {})
         if resource.namespaced:
             metadata.setdefault("namespace", namespace)
-        current = self.get(plural, namespace, metadata["name"])
+        current = self._get(plural, namespace, metadata["name"])
         if current is None:
             return await self._send("POST", resource.path(namespace), body)
         current_metadata = current.get("metadata", {})
@@ -343,12 +377,14 @@ class Cluster:
         patch = _merge_patch_between(current, body)
         return await self._send("PATCH", resource.path(namespace, metadata["name"]), patch)
 
+    @_on_cluster_loop
     async def modify(
         self, plural: str, namespace: str | None, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Merge-patch an existing object (a MODIFIED event); None in the patch removes a key."""
         return await self._send("PATCH", self.resource(plural).path(namespace, name), dict(patch))
 
+    @_on_cluster_loop
     async def delete(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """Delete an object (a DELETED event; with finalizers, a MODIFIED deletionTimestamp)."""
         return await self._send("DELETE", self.resource(plural).path(namespace, name))
@@ -364,6 +400,7 @@ class Cluster:
 
     # --- Scripted behaviour. -------------------------------------------------------------------
 
+    @_on_cluster_loop
     async def wait_for_watches(self, plural: str, count: int = 1) -> None:
         """Wait until `count` watches of `plural` are open, so that a change is seen live.
 
@@ -381,7 +418,8 @@ class Cluster:
         event carrying a 410 Status, then the end of the stream. With `as_http_status`, an HTTP 410
         response with the Status as its body. Each call arms one more shot.
         """
-        self._gone_shots.append(_GoneShot(self.resource(plural), namespace, as_http_status))
+        shot = _GoneShot(self.resource(plural), namespace, as_http_status)
+        self._thread.call(self._gone_shots.append, shot)
 
     def _gone_due(self, as_http_status: bool) -> Callable[[kmock.Request], bool]:
         # A kmock criterion: it must not change state (kmock re-runs it over past requests).
@@ -400,11 +438,15 @@ class Cluster:
 
     def pod_log(
         self, namespace: str, pod: str, text: str = "", *, finished: bool = False
-    ) -> PodLog:
+    ) -> ScriptedLog:
         """Script the log of a pod (pods/log), replacing any earlier one; write to it later."""
-        log = PodLog(text, finished=finished)
-        self._logs[namespace, pod] = log
-        return log
+
+        def script() -> PodLog:
+            log = PodLog(text, finished=finished)
+            self._logs[namespace, pod] = log
+            return log
+
+        return ScriptedLog(self._thread.call(script), self._thread)
 
     def _serve_log(self, request: kmock.Request) -> kmock.Payload:
         log = self._logs.get((request.namespace or "", request.name or ""))
@@ -416,6 +458,7 @@ class Cluster:
 
     # --- Network faults (the emulator and its state are untouched). ----------------------------
 
+    @_on_cluster_loop
     async def go_dark(self) -> None:
         """Stop answering but keep the port open: requests hang, open streams freeze.
 
@@ -424,6 +467,7 @@ class Cluster:
         """
         self._relay.hold()
 
+    @_on_cluster_loop
     async def stop(self) -> None:
         """Close the port and reset open connections: clients get connection refused at once.
 
@@ -432,6 +476,7 @@ class Cluster:
         await self._relay.stop_listening()
         await self._relay.drop_connections()
 
+    @_on_cluster_loop
     async def resume(self) -> None:
         """Answer again after `go_dark` or `stop`, on the same URL.
 
@@ -442,6 +487,31 @@ class Cluster:
         self._relay.release()
         if not self._relay.listening:
             await self._relay.listen()
+
+
+class ScriptedLog:
+    """A pod's scripted log, written from the test: each write reaches its followers on the
+    cluster's loop (a `PodLog` is the loop's, its followers' queues too)."""
+
+    def __init__(self, log: PodLog, thread: LoopThread) -> None:
+        self._log = log
+        self._thread = thread
+
+    @property
+    def text(self) -> str:
+        return self._thread.call(lambda: self._log.text)
+
+    @property
+    def finished(self) -> bool:
+        return self._log.finished
+
+    def write(self, text: str, *, at: float | None = None) -> None:
+        """Append lines, written now (or at the Unix time ``at``)."""
+        self._thread.call(functools.partial(self._log.write, text, at=at))
+
+    def finish(self) -> None:
+        """End the log, as when the container exits: followed streams end."""
+        self._thread.call(self._log.finish)
 
 
 def _script_reactions(
@@ -471,8 +541,18 @@ def _script_reactions(
 async def start_cluster(
     name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES
 ) -> AsyncIterator[Cluster]:
-    """Run one emulated cluster on 127.0.0.1 (free ports) for the duration of the block."""
-    resources = tuple(resources)
+    """Run one emulated cluster on 127.0.0.1 (free ports), on an event loop of its own, for
+    the duration of the block."""
+    with LoopThread(f"cluster {name}") as thread:
+        async with thread.enter(_served(name, tuple(resources), thread)) as cluster:
+            yield cluster
+
+
+@contextlib.asynccontextmanager
+async def _served(
+    name: str, resources: tuple[Resource, ...], thread: LoopThread
+) -> AsyncIterator[Cluster]:
+    """The cluster's emulator, relay and harness session, on the running loop (``thread``'s)."""
     async with contextlib.AsyncExitStack() as stack:
         emulator = _BridgedEmulator()
         register(emulator, resources)
@@ -490,7 +570,7 @@ async def start_cluster(
         stack.push_async_callback(session.close)
 
         relay = _Relay(upstream_port=server.port or 0)
-        cluster = Cluster(name, emulator, relay, session, resources)
+        cluster = Cluster(name, emulator, relay, session, resources, thread)
         _script_reactions(emulator, cluster, resources)  # before clients can know the URL
         await relay.listen()
         # Closed first: dropping the clients' connections cancels their handlers (open watches),

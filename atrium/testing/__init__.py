@@ -10,6 +10,10 @@ gives any project these fixtures without a conftest.py:
   installed one) and their migrations, on the test's database: an ``AtriumClient``;
 - ``atrium_browser``: Chromium, to read a served page before and after the console starts.
 
+And ``LoopThread``, an event loop on a thread of its own for the servers a test runs that
+another process talks to (an emulated backend behind ``atrium_serve``, a webhook receiver): the
+test's own loop stands still between tests and while a test blocks, theirs does not.
+
 And checks any plugin's fields can be held to:
 
 - ``check_hostile_inputs(client, plugin_id)``: every argument of every field the plugin adds,
@@ -38,6 +42,7 @@ if TYPE_CHECKING:
     )
     from atrium.testing.hostile import HostileInputFailures, check_hostile_inputs
     from atrium.testing.hostile_values import HOSTILE_INTS, HOSTILE_STRINGS
+    from atrium.testing.loops import LoopThread
     from atrium.testing.operations import plugin_fields, plugin_queries
     from atrium.testing.plans import PlanDifferences, check_plan_equivalence
     from atrium.testing.plugins import installed_plugin_ids, select_plugins
@@ -53,6 +58,7 @@ __all__ = [
     "ConsolePage",
     "GraphQLErrors",
     "HostileInputFailures",
+    "LoopThread",
     "PlanDifferences",
     "PlanRuns",
     "Served",
@@ -81,6 +87,7 @@ _WHERE = {
     "check_hostile_inputs": "hostile",
     "HOSTILE_INTS": "hostile_values",
     "HOSTILE_STRINGS": "hostile_values",
+    "LoopThread": "loops",
     "plugin_fields": "operations",
     "plugin_queries": "operations",
     "PlanDifferences": "plans",

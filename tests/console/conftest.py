@@ -67,6 +67,10 @@ async def served(
         atrium_serve(url, (cluster,), extra=observability) as server,
     ):
         yield server
+        # The emulated cluster runs on a loop of its own and no test takes it down: the
+        # server's informers never lost it, whatever the tests' own loop was doing.
+        lost = [line for line in server.log_text().splitlines() if "informer failed" in line]
+        assert not lost, "the server lost the emulated cluster:\n" + "\n".join(lost[:20])
 
 
 @pytest.fixture(scope="session")

@@ -6,7 +6,6 @@ DORA figures."""
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 import hmac
 import json
@@ -54,20 +53,6 @@ async def _event(served: Served, stage: str, version: str, state: str) -> None:
     assert answer.status_code == 200, answer.text
 
 
-async def _cluster_watched(served: Served) -> None:
-    """The emulated cluster lives in the tests' event loop, which does not run during the
-    synchronous tests this worker ran before: the server's informer then timed out and backs
-    off (up to a minute). Wait for it to watch again before following a rollout."""
-    deadline = asyncio.get_running_loop().time() + 120
-    healthy = re.compile(
-        rf'^atrium_compute_cluster_healthy\{{.*cluster="{CLUSTER}".*\}} 1\.0$', re.M
-    )
-    async with httpx.AsyncClient(timeout=5) as client:
-        while not healthy.search((await client.get(served.url("/metrics"))).text):
-            assert asyncio.get_running_loop().time() < deadline, served.log_text()[-4000:]
-            await asyncio.sleep(0.2)
-
-
 async def _prepared(served: Served) -> None:
     stages = [
         {"name": "staging"},
@@ -90,7 +75,6 @@ async def test_an_owner_promotes_a_release_after_confirming_and_watches_it_roll_
     browser: Browser, served: Served, cluster: Cluster
 ) -> None:
     await _prepared(served)
-    await _cluster_watched(served)
     async with console_page(browser, served, user=OWNER) as page:
         await page.open(PAGE)
         panel = page.page.locator("#root section#deployments")

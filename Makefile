@@ -12,16 +12,23 @@ WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
 	$(WEB)/persisted-query-manifest.config.*)
 export DEBIAN_FRONTEND := noninteractive
 
-.PHONY: run test bench install install-test system-test-deps observability-servers node lint \
-	schema clean web web-dev screenshots
+.PHONY: run test test-stress bench install install-test system-test-deps observability-servers \
+	node lint schema clean web web-dev screenshots
 
 run: $(VENV)/.installed $(WEB)/dist/.built observability-servers
 	$(BIN)/atrium serve --demo
 
-# Test modules run on up to four processes, a module's tests on one (they share its fixtures);
+# Test modules run on up to four processes, a module's tests on one (they share its fixtures),
+# the longest first (tests/scheduling.py); the 20 slowest tests are named at the end.
 # `.venv/bin/python -m pytest PATH` runs some on one.
 test: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
-	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile
+	$(BIN)/python -m pytest -n auto --maxprocesses 4 --dist loadfile --durations=20
+
+# The modules most exposed to timing (console, production, subscriptions), ROUNDS times while
+# every core is kept busy by other processes; each test's failures counted (tests/stress.py).
+ROUNDS ?= 3
+test-stress: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed $(WEB)/dist/.built
+	$(BIN)/python -m tests.stress --rounds $(ROUNDS)
 
 # The console scenario runs Lighthouse from tests/clients.
 bench: $(VENV)/.installed-test system-test-deps $(CLIENTS)/node_modules/.installed

@@ -7,6 +7,7 @@ the database, the demo organisation) stays here."""
 from __future__ import annotations
 
 import uuid
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -57,24 +58,26 @@ def database_url(atrium_database_url: str) -> str:
     return atrium_database_url
 
 
-# The longest modules first: run on several processes (make test), they then run beside the
-# others instead of after them.
-_LONGEST_FIRST = (
-    "tests/test_bench_replicas.py",
-    "tests/test_bench_console.py",
-    "tests/production/test_deploy_image.py",
-    "tests/test_bench_domains.py",
-    "tests/test_bench_serving.py",
-    "tests/test_bench.py",
-)
-
-
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    def rank(item: pytest.Item) -> int:
-        module = item.nodeid.partition("::")[0]
-        return _LONGEST_FIRST.index(module) if module in _LONGEST_FIRST else len(_LONGEST_FIRST)
+    """The longest modules first (tests/scheduling.py): on several processes (make test) they
+    then run beside the others instead of after them."""
+    from tests.scheduling import module_rank
 
-    items.sort(key=rank)
+    def module(item: pytest.Item) -> str:
+        return item.nodeid.partition("::")[0]
+
+    tests = Counter(module(item) for item in items)
+    items.sort(key=lambda item: module_rank(module(item), tests[module(item)]))
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """``--dist loadfile`` with the longest modules first, one module at a time a process."""
+    if config.getvalue("dist") != "loadfile":
+        return None
+    from tests.scheduling import LongestFirst
+
+    return LongestFirst(config, log)
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:

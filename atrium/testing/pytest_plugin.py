@@ -16,10 +16,12 @@ import pytest
 if TYPE_CHECKING:
     from atrium.testing.browser import AtriumBrowser
     from atrium.testing.client import AtriumClient
+    from atrium.testing.databases import DatabaseCopies
 
 __all__ = [
     "atrium_app",
     "atrium_browser",
+    "atrium_database_copies",
     "atrium_database_url",
     "atrium_pg_admin_url",
     "atrium_plugin_names",
@@ -92,14 +94,24 @@ def atrium_template_database(atrium_pg_admin_url: str) -> Iterator[str]:
     drop_database(atrium_pg_admin_url, name)
 
 
-@pytest.fixture
-def atrium_database_url(atrium_pg_admin_url: str, atrium_template_database: str) -> Iterator[str]:
-    """A fresh database of this test's own, with Atrium's core migrations; dropped after."""
-    from atrium.testing.databases import create_database, drop_database
+@pytest.fixture(scope="session")
+def atrium_database_copies(
+    atrium_pg_admin_url: str, atrium_template_database: str
+) -> Iterator[DatabaseCopies]:
+    """Where ``atrium_database_url`` takes its databases: copies of the template made one
+    ahead and dropped behind, on a loop of their own."""
+    from atrium.testing.databases import DatabaseCopies
 
-    url = create_database(atrium_pg_admin_url, atrium_template_database)
+    with DatabaseCopies(atrium_pg_admin_url, atrium_template_database) as copies:
+        yield copies
+
+
+@pytest.fixture
+def atrium_database_url(atrium_database_copies: DatabaseCopies) -> Iterator[str]:
+    """A fresh database of this test's own, with Atrium's core migrations; dropped after."""
+    url = atrium_database_copies.take()
     yield url
-    drop_database(atrium_pg_admin_url, url)
+    atrium_database_copies.give_back(url)
 
 
 @pytest.fixture(scope="session")

@@ -94,6 +94,14 @@ async def test_a_components_metrics_come_from_prometheus(
     assert "step must be between" in bad["errors"][0]["message"]
 
 
+async def _logged(prom: RunningPrometheus, count: int) -> None:
+    """Until Prometheus's query log holds ``count`` queries (it writes each as it ends)."""
+    deadline = time.monotonic() + 10
+    while len(prom.queries()) < count:
+        assert time.monotonic() < deadline, prom.queries()
+        await asyncio.sleep(0.02)
+
+
 async def test_fifty_identical_dashboards_cost_one_query_per_series(
     make_client: AppFactory, prom: RunningPrometheus
 ) -> None:
@@ -103,7 +111,7 @@ async def test_fifty_identical_dashboards_cost_one_query_per_series(
         *(client.gql(QUERY, {"ref": "component:checkout", "since": 7200}) for _ in range(50))
     )
     assert all(a["data"]["entity"]["metrics"] for a in answers)
-    await asyncio.sleep(0.5)  # the query log is written as queries end
+    await _logged(prom, before + 5)  # Prometheus logs a query as it ends
     asked = prom.queries()[before:]
     assert len(asked) == 5, asked  # five series, each asked once
     assert len(set(asked)) == 5
@@ -120,7 +128,7 @@ async def test_a_second_replica_answers_from_redis_without_asking_prometheus(
     shown = await first.gql(QUERY, variables)
     again = await second.gql(QUERY, variables)
     assert again == shown and shown["data"]["entity"]["metrics"]
-    await asyncio.sleep(0.5)
+    await _logged(prom, before + 5)
     assert len(prom.queries()) - before == 5, "the second replica read Redis"
     observability = second.services.extras["observability"]
     assert observability.calls == 0

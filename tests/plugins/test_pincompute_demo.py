@@ -73,9 +73,13 @@ async def test_an_owner_scales_a_demo_workload_and_the_cluster_follows(
         pod = app["pods"][0]["name"]
         logs = '{ podLogs(cluster: "demo (emulated)", namespace: "checkout", pod: "%s") { text } }'
         first = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
-        await asyncio.sleep(3)
-        later = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
-        assert "started" in first[0] and len(later) > len(first), (first, later)
+        assert "started" in first[0], first
+        for _ in range(150):
+            later = (await client.gql(logs % pod))["data"]["podLogs"]["text"].splitlines()
+            if len(later) > len(first):
+                break
+            await asyncio.sleep(0.1)
+        assert len(later) > len(first), (first, later)
 
         await _crash_loop_shows(client)
 

@@ -21,9 +21,10 @@ from typing import Any, Final
 
 from bench.words import BUSINESS, COMPONENT_SUFFIXES, FIRST_NAMES, RESOURCE_TYPES, TAGS, codenames
 
-__all__ = ["API_VERSION", "CatalogPlan", "Shape"]
+__all__ = ["API_VERSION", "SMALLEST", "CatalogPlan", "Shape"]
 
 API_VERSION: Final = "backstage.io/v1alpha1"
+SMALLEST: Final = 1_000  # the fewest entities a generated catalog may have
 
 # Per 250,000 entities; components take whatever is left.
 _PER_250K: Final = {
@@ -49,8 +50,8 @@ class Shape:
     @classmethod
     def for_total(cls, total: int) -> Shape:
         """Scale the reference shape to ``total`` entities."""
-        if total < 1_000:
-            raise ValueError("the benchmark needs at least 1,000 entities")
+        if total < SMALLEST:
+            raise ValueError(f"the benchmark needs at least {SMALLEST:,} entities")
         counts = {k: max(2, round(v * total / 250_000)) for k, v in _PER_250K.items()}
         return cls(**counts, components=total - sum(counts.values()))
 

@@ -22,7 +22,7 @@ from typing import Final
 
 import orjson
 
-from bench.catalog import CatalogPlan, Shape
+from bench.catalog import SMALLEST, CatalogPlan, Shape
 from bench.harness import BenchFailure
 from bench.harness.database import scratch_database
 from graph.settings import Settings
@@ -85,10 +85,10 @@ class _Receiver:
             writer.close()
 
 
-def _batch(seed: int) -> ParsedBatch:
+def _batch(total: int, seed: int) -> ParsedBatch:
     entities = [
         (origin, validate_entity(document))
-        for origin, document in CatalogPlan(Shape.for_total(ENTITIES), seed).documents()
+        for origin, document in CatalogPlan(Shape.for_total(total), seed).documents()
     ]
     return ParsedBatch(entities, [], {origin for origin, _ in entities})
 
@@ -99,8 +99,11 @@ async def _timed(step: Callable[[], Awaitable[object]]) -> float:
     return time.perf_counter() - started
 
 
-async def run_changes(*, rounds: int, seed: int) -> None:
-    batch = _batch(seed)
+async def run_changes(*, rounds: int, seed: int, smoke: bool = False) -> None:
+    """``rounds`` of an import without and with a hook, then the deliveries; ``smoke``: of the
+    smallest catalog."""
+    entities = SMALLEST if smoke else ENTITIES
+    batch = _batch(entities, seed)
     receiver = _Receiver()
     await receiver.start()
     async with scratch_database() as scratch:
@@ -121,7 +124,7 @@ async def run_changes(*, rounds: int, seed: int) -> None:
                 seconds = await _timed(lambda: apply_batch(db, batch))
                 (with_hook if with_a_hook else without).append(seconds)
             rows = await db.fetchval("select count(*) from change_deliveries")
-            if rows != ENTITIES:
+            if rows != entities:
                 raise BenchFailure(f"the import with a hook wrote {rows} outbox rows")
 
             policy = Settings(change_hooks_allowed_networks=[ip_network("127.0.0.1/32")])
@@ -133,20 +136,20 @@ async def run_changes(*, rounds: int, seed: int) -> None:
         finally:
             await db.close()
             await receiver.stop()
-    left = ENTITIES - len(receiver.ids)
+    left = entities - len(receiver.ids)
     if left or receiver.unsigned:
         raise BenchFailure(
             f"change events: {left} changes not delivered, {receiver.unsigned} badly signed"
         )
     plain, hooked = statistics.median(without), statistics.median(with_hook)
     each = "one round" if rounds == 1 else f"the median of {rounds} rounds"
-    print(f"\nchange events: one import of {ENTITIES:,} entities, {each} each")
+    print(f"\nchange events: one import of {entities:,} entities, {each} each")
     print(f"  import without a hook   {plain:6.2f} s")
     print(
         f"  import with a change hook {hooked:4.2f} s   {hooked / plain:.2f}x the import "
-        f"without ({ENTITIES:,} outbox rows in its transaction)"
+        f"without ({entities:,} outbox rows in its transaction)"
     )
     print(
-        f"  delivered {ENTITIES:,} changes in {delivery:.1f} s ({ENTITIES / delivery:,.0f} a "
+        f"  delivered {entities:,} changes in {delivery:.1f} s ({entities / delivery:,.0f} a "
         "second) to a receiver on 127.0.0.1, after the import, every signature valid"
     )

@@ -77,6 +77,7 @@ PAGE: Final = 50
 TEAM: Final = 7  # the team whose workloads are listed (every team has as many)
 FLAT: Final = 1.15  # a 5-cluster median within 15% of the 1-cluster one counts as flat
 SETTLE_S: Final = 1.0  # no watch event for this long: the watches' replays are over
+SMOKE_SETTLE_S: Final = 0.2  # a few hundred objects replay in a few milliseconds
 SYNC_TIMEOUT_S: Final = 600.0
 BUDGET_S: Final = 150.0
 
@@ -128,8 +129,10 @@ async def _wait_synced(client: httpx.AsyncClient, expected: dict[str, tuple[int,
         await asyncio.sleep(0.1)
 
 
-async def _wait_settled(client: httpx.AsyncClient, clusters: tuple[Cluster, ...]) -> None:
-    """Until every informer watches and their replays are over: no event for ``SETTLE_S``."""
+async def _wait_settled(
+    client: httpx.AsyncClient, clusters: tuple[Cluster, ...], settle_s: float
+) -> None:
+    """Until every informer watches and their replays are over: no event for ``settle_s``."""
     deadline = time.perf_counter() + SYNC_TIMEOUT_S
     for cluster in clusters:
         for resource in (PINAPPS, PINSCALERS):
@@ -146,7 +149,7 @@ async def _wait_settled(client: httpx.AsyncClient, clusters: tuple[Cluster, ...]
         if time.perf_counter() > deadline:
             raise BenchFailure("the informers' watches did not settle")
         last = now
-        await asyncio.sleep(SETTLE_S)
+        await asyncio.sleep(settle_s)
 
 
 # --- The scenarios. -------------------------------------------------------------------------
@@ -238,7 +241,9 @@ class Deployment:
 
 
 @contextlib.asynccontextmanager
-async def _deploy(database_url: str, apps: list[App], clusters: int) -> AsyncIterator[Deployment]:
+async def _deploy(
+    database_url: str, apps: list[App], clusters: int, settle_s: float
+) -> AsyncIterator[Deployment]:
     names = [cluster_name(slot) for slot in range(clusters)]
     async with start_clusters(*names) as emulated:
         steps: dict[str, float] = {}
@@ -280,18 +285,22 @@ async def _deploy(database_url: str, apps: list[App], clusters: int) -> AsyncIte
                 if lists < 2 * clusters:  # a PinApp and a PinScaler informer per cluster
                     raise BenchFailure(f"{lists} LIST requests reached {clusters} clusters")
                 started = time.perf_counter()
-                await _wait_settled(client, emulated)
+                await _wait_settled(client, emulated, settle_s)
                 steps["watch replays settled"] = time.perf_counter() - started
                 yield deployment
 
 
-async def run_compute(*, total: int = 20_000, quick: bool = False, rounds: int = 100) -> None:
-    """The compute scenario over 1 and over 5 emulated clusters, in a scratch database."""
+async def run_compute(
+    *, total: int = 20_000, quick: bool = False, rounds: int = 100, smoke: bool = False
+) -> None:
+    """The compute scenario over 1 and over 5 emulated clusters, in a scratch database;
+    ``smoke``: one warm-up round, and a shorter quiet time for the watches' replays."""
     begun = time.perf_counter()
     quiet()
     if quick:
         total, rounds = min(total, 2_000), min(rounds, 30)
-    warmup = 5 if quick else 10
+    warmup = 1 if smoke else 5 if quick else 10
+    settle_s = SMOKE_SETTLE_S if smoke else SETTLE_S
     apps = plan_apps(total)
     print(
         f"\ncompute: {total:,} PinApps ({sum(1 for a in apps if a.scaled):,} with a PinScaler) "
@@ -301,7 +310,9 @@ async def run_compute(*, total: int = 20_000, quick: bool = False, rounds: int =
     async with scratch_database() as scratch, contextlib.AsyncExitStack() as stack:
         deployments: list[Deployment] = []
         for clusters in CLUSTER_COUNTS:
-            deployment = await stack.enter_async_context(_deploy(scratch.url, apps, clusters))
+            deployment = await stack.enter_async_context(
+                _deploy(scratch.url, apps, clusters, settle_s)
+            )
             deployments.append(deployment)
             steps = ", ".join(
                 f"{step} {seconds:.1f} s" for step, seconds in deployment.steps.items()

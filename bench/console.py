@@ -45,6 +45,7 @@ NAME = "Checkout Service"
 # is never kept (no ETag: neither the page cache nor a 304 could be measured).
 NO_OBSERVABILITY = "observability"
 GOAL = 2.0  # the SSR page's largest contentful paint at least this many times sooner, throttled
+SMOKE_CALLS = 5  # requests per server-time figure with --smoke
 SLOW_4G = {
     "offline": False,
     "latency": 150,
@@ -79,10 +80,11 @@ READ = """(name) => {
 }"""
 
 
-async def run_console(*, quick: bool, rounds: int | None = None) -> None:
-    """``rounds``: page loads per target and throttling (default 7, 3 with ``quick``). A short
-    run (``quick``, or fewer than 5 rounds) has Lighthouse run the component page once; a full
-    one runs the five pages three times each."""
+async def run_console(*, quick: bool, rounds: int | None = None, smoke: bool = False) -> None:
+    """``rounds``: page loads per target and throttling (default 7, 3 with ``quick``, 1 with
+    ``smoke``, which also times the server over a few requests only). A short run (``quick``,
+    ``smoke``, or fewer than 5 rounds) has Lighthouse run the component page once; a full one
+    runs the five pages three times each."""
     from playwright.async_api import async_playwright
 
     if not (WEB_DIST / ".vite" / "manifest.json").is_file():
@@ -90,12 +92,13 @@ async def run_console(*, quick: bool, rounds: int | None = None) -> None:
     if not LIGHTHOUSE.is_file():
         raise SystemExit("console: no Lighthouse: `make bench` installs it (tests/clients)")
     started = time.perf_counter()
-    loads = rounds or (3 if quick else 7)
-    short = quick or (rounds is not None and rounds < 5)
+    loads = rounds or (1 if smoke else 3 if quick else 7)
+    short = smoke or quick or (rounds is not None and rounds < 5)
     async with scratch_database() as scratch:
         print(f"\nconsole: {scratch}")
         await _load_demo(scratch.url)
-        server_times = await _server_times(scratch.url, calls=100 if loads < 5 else 400)
+        calls = SMOKE_CALLS if smoke else 100 if loads < 5 else 400
+        server_times = await _server_times(scratch.url, calls=calls)
         base = {
             "database_url": scratch.url,
             "web_dir": str(WEB_DIST),

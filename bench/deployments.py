@@ -27,7 +27,7 @@ from bench.harness.database import scratch_database
 from bench.harness.explain import explain_misses
 from bench.harness.inprocess import Check, Scenario, measure, print_measurements
 from bench.harness.timing import frozen_heap
-from bench.run import Options
+from bench.options import Options
 from graph.settings import Settings
 
 __all__ = ["run_deployments"]
@@ -143,5 +143,7 @@ async def run_deployments(options: Options, *, deploys: int, short: bool) -> Non
                 server=True,
             )
             await explain_misses(app, results, every=options.explain_all, server=True)
-        await run_webhooks(scratch.url, secret, history.slugs, options.seed, short)
+        await run_webhooks(
+            scratch.url, secret, history.slugs, options.seed, short=short, smoke=options.smoke
+        )
     print(f"\ndeployments took {time.perf_counter() - begun:.0f} s; scratch database dropped")

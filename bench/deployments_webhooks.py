@@ -45,6 +45,7 @@ HOOK: Final = "/hooks/deployments/github"
 CONNECTIONS: Final = 16
 FLOOR_REPEAT: Final = 10  # the floor gets each round's events this many times: longer bursts
 REPLY_TIMEOUT_S: Final = 60.0
+SMOKE_EVENTS: Final = 8 * CONNECTIONS  # a group of four deploys a connection (warm-up: one)
 FIXTURE: Final = ROOT / "tests/fixtures/github/deployment_status.json"
 _LANDED: Final = """
 select count(*) filter (where outcome = 'applied'),
@@ -154,9 +155,11 @@ class Receiver(Throughput):
 
 
 async def run_webhooks(
-    url: str, secret: str, repositories: list[str], seed: int, short: bool
+    url: str, secret: str, repositories: list[str], seed: int, *, short: bool, smoke: bool = False
 ) -> None:
-    rounds, events = (3, 800) if short else (5, 4_000)
+    """``rounds`` of ``events`` after a warm-up round of a quarter as many; ``smoke``: one
+    round, each connection's stream a few deploys long."""
+    rounds, events = (1, SMOKE_EVENTS) if smoke else (3, 800) if short else (5, 4_000)
     rng, first = random.Random(seed), 1_000_000_000  # above every generated deploy's id
     async with running_servers() as servers, load_process() as pool:
         floor = await servers.start("floor (Starlette, HMAC check)", webhook_floor, secret)

@@ -32,6 +32,7 @@ from typing import Any, Final
 
 from strawberry.types import ExecutionResult
 
+from bench.catalog import SMALLEST
 from bench.generate import generate
 from bench.harness import BenchFailure
 from bench.harness.apps import quiet, started
@@ -39,6 +40,7 @@ from bench.harness.database import scratch_database
 from bench.harness.inprocess import Check
 from bench.harness.tables import print_rows, print_target
 from bench.harness.timing import frozen_heap
+from bench.request_path import WARMUP as REQUEST_WARMUP
 from bench.request_path import print_whole_request, whole_request
 from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from graph.http_output import result_outcome
@@ -54,6 +56,12 @@ MEDIA_TYPE: Final = "application/json"
 VIEWER: Final = Viewer(None, "anonymous", frozenset({"read"}))
 WARMUP: Final = 5  # runs of each path before anything is compared or timed
 ROUND_S: Final = 0.2  # CPU seconds of generic requests per timed round (0.05 when short)
+# --smoke: one round of a few requests per path and document, after one warm-up run each
+# (the first generic run, before it, already filled the L1 and let the plan be built).
+SMOKE_WARMUP: Final = 1
+SMOKE_REQUESTS: Final = 2
+SMOKE_WHOLE_WARMUP: Final = 2  # the first request builds the plan, the second runs on it
+SMOKE_WHOLE_CALLS: Final = 5
 GOAL: Final = ("component page", 4.0)  # the document, and how much faster compiled must be
 
 # The console's TeamPage, its owned rows the team's components with their owner and system.
@@ -133,27 +141,34 @@ class Timing:
         return [g / c for g, c in zip(self.generic_us, self.compiled_us, strict=True)]
 
 
-async def run_execution(*, short: bool, seed: int, rounds: int | None = None) -> None:
+async def run_execution(
+    *, short: bool, seed: int, rounds: int | None = None, smoke: bool = False
+) -> None:
     """``rounds`` overrides the number of timed rounds per document (5 when ``short``, else
-    15); a short run also times shorter rounds."""
+    15); a short run also times shorter rounds. ``smoke``: one round of a few requests on the
+    smallest catalog."""
     begun = time.perf_counter()
     quiet()
-    rounds = rounds or (5 if short else 15)
+    rounds = rounds or (1 if smoke else 5 if short else 15)
     round_s = ROUND_S / 4 if short else ROUND_S
+    warmup, entities = (SMOKE_WARMUP, SMALLEST) if smoke else (WARMUP, ENTITIES)
     async with scratch_database() as scratch:
         print(f"\nexecution: {scratch}")
         # No Redis: the loaders' cache is this process's memory (L1) alone.
         settings = Settings(database_url=scratch.url, redis_url=None, compiled_plans=True)
         async with started(settings) as app:
             services = app.services
-            report = await generate(scratch.url, ENTITIES, seed=seed)
+            report = await generate(scratch.url, entities, seed=seed)
             documents = await _documents(services)
             print(
-                f"{ENTITIES:,} entities generated in {report.seconds:.1f} s; "
+                f"{entities:,} entities generated in {report.seconds:.1f} s; "
                 + "; ".join(f"{d.name}: {_describe(d)}" for d in documents)
             )
             with frozen_heap():  # the loaded app lives for the run
-                timings = [await _prepare(services, d, round_s) for d in documents]
+                timings = [
+                    await _prepare(services, d, round_s, warmup, SMOKE_REQUESTS if smoke else None)
+                    for d in documents
+                ]
                 for round_ in range(rounds):
                     for timing in timings:
                         await _round(services, timing, generic_first=round_ % 2 == 0)
@@ -167,7 +182,8 @@ async def run_execution(*, short: bool, seed: int, rounds: int | None = None) ->
             page.document.variables,
             page.fields,
             rounds=rounds,
-            calls=100 if short else 500,
+            calls=SMOKE_WHOLE_CALLS if smoke else 100 if short else 500,
+            warmup=SMOKE_WHOLE_WARMUP if smoke else REQUEST_WARMUP,
         )
     print_timings(timings, rounds)
     print(f"compiled plans answered {runs:,} requests in all, warm-ups included")
@@ -254,8 +270,11 @@ def _body(document: Document, path: str, result: ExecutionResult | None) -> byte
     return body
 
 
-async def _prepare(services: Services, document: Document, round_s: float) -> Timing:
-    """Warm both paths up, check they answer the same bytes, and size a round."""
+async def _prepare(
+    services: Services, document: Document, round_s: float, warmup: int, requests: int | None
+) -> Timing:
+    """Warm both paths up (``warmup`` runs each), check they answer the same bytes, and size a
+    round: ``requests``, or as many as take ``round_s``."""
     plans = services.assembly.plans
     if plans is None:
         raise BenchFailure("execution: compiled plans are off")
@@ -269,7 +288,7 @@ async def _prepare(services: Services, document: Document, round_s: float) -> Ti
     if plan is None:
         raise BenchFailure(f"execution: {document.name}: no plan could be built")
     generic, compiled = _paths(services, document, plan)
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         generic_body = _body(document, "generic", await generic())
         compiled_body = _body(document, "compiled", await compiled())
     if generic_body != compiled_body:
@@ -278,11 +297,14 @@ async def _prepare(services: Services, document: Document, round_s: float) -> Ti
             f"generic:  {generic_body.decode()}\ncompiled: {compiled_body.decode()}"
         )
     timing = Timing(document, generic_body, _count_fields(_data(first)))
+    if requests is not None:
+        timing.requests = requests
+        return timing
     # As many requests per round as the generic path answers in ``round_s`` of CPU.
     cpu = time.process_time()
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         await generic()
-    per_request = (time.process_time() - cpu) / WARMUP
+    per_request = (time.process_time() - cpu) / warmup
     timing.requests = max(10, int(round_s / max(per_request, 1e-6)))
     return timing
 

@@ -247,10 +247,14 @@ def _print(
     )
 
 
-async def run_observability(*, short: bool, rounds: int | None = None, seed: int = 7) -> None:
-    """``rounds``: timed rounds, each every figure once (default 200, 20 with ``short``)."""
+async def run_observability(
+    *, short: bool, rounds: int | None = None, seed: int = 7, smoke: bool = False
+) -> None:
+    """``rounds``: timed rounds, each every figure once (default 200, 20 with ``short``, 1
+    after 1 warm-up round with ``smoke``)."""
     begun = time.perf_counter()
-    rounds = rounds or (20 if short else 200)
+    rounds = rounds or (1 if smoke else 20 if short else 200)
+    warmup = 1 if smoke else 3 if short else 10
     span = 2 * 3600 if short else 86_400
     with tempfile.TemporaryDirectory(prefix="atrium-bench-prometheus-") as tmp:
         clock = time.perf_counter()
@@ -284,7 +288,7 @@ async def run_observability(*, short: bool, rounds: int | None = None, seed: int
                         orjson.dumps(observability).decode(),
                     )
                     samples, warm_calls, warm_logged = await _measure(
-                        server, prometheus, panel, rounds=rounds, warmup=3 if short else 10
+                        server, prometheus, panel, rounds=rounds, warmup=warmup
                     )
             finally:  # once the server has stopped: it writes nothing more
                 if redis_url is not None:

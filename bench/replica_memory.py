@@ -5,8 +5,8 @@ its own resident set says nothing about a server. A replica of its own is starte
 ``atrium serve`` as production runs it (``bench.harness.replica``: the bundled plugins, the
 settings a deployment has by default: the loaders' cache up to 50,000 entries and 64 MB, the
 response cache up to 128 MB, no Redis) on the benchmark's database. It answers every scenario
-``ROUNDS`` times, each answer checked; its resident set is read from /proc when it is ready
-and after serving, with its peak.
+``ROUNDS`` times (a smoke run's: once), each answer checked; its resident set is read from
+/proc when it is ready and after serving, with its peak.
 """
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ from bench.harness import BenchFailure
 from bench.harness.inprocess import Scenario
 from bench.harness.replica import running_replicas
 
-__all__ = ["replica_memory"]
+__all__ = ["ROUNDS", "replica_memory"]
 
 ROUNDS: Final = 20
 MB: Final = 1024 * 1024
@@ -43,12 +43,17 @@ def _mb(value: int | None) -> str:
     return "n/a" if value is None else f"{value / MB:,.0f} MB"
 
 
-async def replica_memory(url: str, chosen: Sequence[Scenario]) -> None:
-    settings = {"ATRIUM_DATABASE_URL": url, "ATRIUM_LOG_LEVEL": "WARNING"}
+async def replica_memory(url: str, chosen: Sequence[Scenario], *, rounds: int = ROUNDS) -> None:
+    settings = {
+        "ATRIUM_DATABASE_URL": url,
+        "ATRIUM_LOG_LEVEL": "WARNING",
+        # No balancer to leave: SIGTERM stops it at once, its memory read before.
+        "ATRIUM_SHUTDOWN_GRACE": "0",
+    }
     async with running_replicas(["catalog"], settings) as [replica]:
         ready = _status(replica.pid, "VmRSS")
         async with httpx.AsyncClient(base_url=replica.base, timeout=60) as client:
-            for _ in range(ROUNDS):
+            for _ in range(rounds):
                 for scenario in chosen:
                     reply = await client.post(
                         "/graphql",
@@ -67,5 +72,5 @@ async def replica_memory(url: str, chosen: Sequence[Scenario]) -> None:
     print(
         f"\none replica (atrium serve, one worker, the bundled plugins, default caches, no "
         f"Redis): RSS {_mb(ready)} when ready, {_mb(served)} after serving the "
-        f"{len(chosen)} scenarios {ROUNDS} times each (peak {_mb(peak)})"
+        f"{len(chosen)} scenarios {rounds} times each (peak {_mb(peak)})"
     )

@@ -36,6 +36,7 @@ from typing import Final
 
 import redis
 
+from bench.catalog import SMALLEST
 from bench.generate import generate
 from bench.harness import BenchFailure, persisted
 from bench.harness.apps import started
@@ -57,6 +58,11 @@ from sources.persisted import document_hash
 __all__ = ["run_replicas"]
 
 CONNECTIONS: Final = 16
+BURST_WARMUP_S: Final = 0.25  # each burst's first, unrecorded
+# --smoke's: still long enough for every target to answer many requests in it when the
+# machine stalls a replica for a tenth of a second (p99s of 130 ms are seen on two busy cores).
+SMOKE_BURST_S: Final = 0.25
+SMOKE_BURST_WARMUP_S: Final = 0.05
 PAGE: Final = "page"  # the kind of a console page's request: HTML, not GraphQL
 WEB_DIST: Final = ROOT / "web" / "dist"
 _PLAIN: Final = frozenset({PAGE})
@@ -64,14 +70,18 @@ STAR: Final = "mutation BenchStar($ref: String!) { starEntity(ref: $ref) { ref }
 UNSTAR: Final = "mutation BenchUnstar($ref: String!) { unstarEntity(ref: $ref) { ref } }"
 
 
-async def run_replicas(*, quick: bool, seed: int, rounds: int | None = None) -> None:
-    """``rounds``: timed bursts per target (3 with ``quick``, else 6); a short run (quick, or
-    fewer than 5 rounds) has shorter bursts on a smaller catalog."""
+async def run_replicas(
+    *, quick: bool, seed: int, rounds: int | None = None, smoke: bool = False
+) -> None:
+    """``rounds``: timed bursts per target (3 with ``quick``, 1 with ``smoke``, else 6); a short
+    run (quick, smoke, or fewer than 5 rounds) has shorter bursts on a smaller catalog, a
+    smoke run the shortest on the smallest."""
     begun = time.perf_counter()
-    short = quick or (rounds is not None and rounds < 5)
-    rounds = rounds or (3 if quick else 6)
-    entities = 2_000 if short else 5_000
-    burst = 1.0 if short else 2.0
+    short = smoke or quick or (rounds is not None and rounds < 5)
+    rounds = rounds or (1 if smoke else 3 if quick else 6)
+    entities = SMALLEST if smoke else 2_000 if short else 5_000
+    burst = SMOKE_BURST_S if smoke else 1.0 if short else 2.0
+    warmup = SMOKE_BURST_WARMUP_S if smoke else BURST_WARMUP_S
     console = (WEB_DIST / ".vite" / "manifest.json").is_file()
     async with scratch_database() as scratch:
         print(f"\nreplicas: {scratch}")
@@ -89,7 +99,7 @@ async def run_replicas(*, quick: bool, seed: int, rounds: int | None = None) -> 
                 f"{CONNECTIONS} keep-alive connections; {rounds} rounds of {burst:g} s "
                 f"per target; the mix: {_mix_words(console)}"
             )
-            await _measure(targets, inputs, pool, redis_url, rounds, burst, console)
+            await _measure(targets, inputs, pool, redis_url, rounds, (warmup, burst), console)
         print_targets(targets)
     print(f"\nreplicas took {time.perf_counter() - begun:.0f} s; servers stopped, database dropped")
 
@@ -165,7 +175,7 @@ async def _measure(
     pool: ProcessPoolExecutor,
     redis_url: str,
     rounds: int,
-    burst: float,
+    burst: tuple[float, float],  # (its warm-up, its timed window) in seconds
     console: bool,
 ) -> None:
     costs = {r.name: await _scrape_cost(r) for t in targets for r in t.replicas}
@@ -190,11 +200,12 @@ async def _burst(
     pool: ProcessPoolExecutor,
     commands: redis.Redis,
     costs: dict[str, float],
-    seconds: float,
+    burst: tuple[float, float],
     *,
     record: bool,
 ) -> None:
-    spec = LoadSpec(target.proxy.port, requests, CONNECTIONS, 0.25, seconds, plain=_PLAIN)
+    warmup, seconds = burst
+    spec = LoadSpec(target.proxy.port, requests, CONNECTIONS, warmup, seconds, plain=_PLAIN)
     sql, (trips, calls) = await _sql(target.replicas), _redis_counts(commands)
     cpu, proxy_cpu = _cpu(target.pids), _cpu([target.proxy.pid])
     result = await asyncio.get_running_loop().run_in_executor(pool, run_load, spec)

@@ -29,7 +29,7 @@ from bench.harness.timing import frozen_heap
 from graph.logs import configure_logging, flush_logs
 from graph.settings import Settings
 
-__all__ = ["GOAL_US_PER_FIELD", "WholeRequest", "print_whole_request", "whole_request"]
+__all__ = ["GOAL_US_PER_FIELD", "WARMUP", "WholeRequest", "print_whole_request", "whole_request"]
 
 GOAL_US_PER_FIELD: Final = 2.5
 WARMUP: Final = 50  # requests before anything is timed: the plan built, the L1 warm
@@ -51,9 +51,17 @@ class WholeRequest:
 
 
 async def whole_request(
-    url: str, document: str, variables: dict[str, Any], fields: int, *, rounds: int, calls: int
+    url: str,
+    document: str,
+    variables: dict[str, Any],
+    fields: int,
+    *,
+    rounds: int,
+    calls: int,
+    warmup: int = WARMUP,
 ) -> WholeRequest:
-    """``document`` asked by persisted GET of an app on ``url`` with no response cache."""
+    """``document`` asked by persisted GET of an app on ``url`` with no response cache, after
+    ``warmup`` requests (the first builds the plan and fills the L1)."""
     settings = Settings(database_url=url, redis_url=None, response_cache=False, log_level="INFO")
     root = logging.getLogger()
     saved = root.handlers[:], root.level, logging.getLogger("atrium").level
@@ -63,7 +71,7 @@ async def whole_request(
             configure_logging("INFO", stream=log_file)
             logging.getLogger("atrium").setLevel(logging.NOTSET)
             async with started(settings) as app:
-                return await _measure(app, document, variables, fields, rounds, calls)
+                return await _measure(app, document, variables, fields, rounds, calls, warmup)
         finally:
             flush_logs()
             log_file.close()
@@ -72,7 +80,13 @@ async def whole_request(
 
 
 async def _measure(
-    app: Any, document: str, variables: dict[str, Any], fields: int, rounds: int, calls: int
+    app: Any,
+    document: str,
+    variables: dict[str, Any],
+    fields: int,
+    rounds: int,
+    calls: int,
+    warmup: int,
 ) -> WholeRequest:
     services = app.services
     # Apollo's automatic persisted queries: the document registered by its first POST.
@@ -106,7 +120,7 @@ async def _measure(
     async def nowhere(message: dict[str, Any]) -> None:
         pass
 
-    for _ in range(WARMUP):
+    for _ in range(warmup):
         sent.clear()
         await app(dict(scope), receive, keep)
     status, body = sent[0]["status"], sent[1]["body"]

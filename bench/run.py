@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass
 
 import orjson
 
@@ -15,25 +14,13 @@ from bench.harness.explain import explain_misses
 from bench.harness.inprocess import measure, print_measurements
 from bench.harness.timing import frozen_heap
 from bench.importing import run_import
-from bench.replica_memory import replica_memory
+from bench.options import Options
+from bench.replica_memory import ROUNDS, replica_memory
 from bench.scenarios import pick_inputs, scenarios
 from graph.services import Services
 from graph.settings import Settings
 
 __all__ = ["Options", "run"]
-
-
-@dataclass(frozen=True, slots=True)
-class Options:
-    entities: int
-    rounds: int
-    warmup: int
-    seed: int
-    explain_all: bool
-    # Measuring stops early (after at least 20 rounds) past this, to keep a run near 5 minutes.
-    budget_s: float = 150.0
-    # A full import of the catalog through `atrium catalog import`'s code, then a no-change one.
-    imports: bool = True
 
 
 def _hits(services: Services) -> int:
@@ -81,7 +68,7 @@ async def run(options: Options) -> None:
                 server=True,
             )
             await explain_misses(app, results, every=options.explain_all, server=True)
-        await replica_memory(scratch.url, chosen)
+        await replica_memory(scratch.url, chosen, rounds=1 if options.smoke else ROUNDS)
     if options.imports:
         await run_import(options.entities, seed=options.seed)
     print(f"\nbenchmark took {time.perf_counter() - begun:.0f} s; scratch databases dropped")

@@ -42,6 +42,7 @@ from typing import Any, Final
 
 import orjson
 
+from bench.catalog import SMALLEST
 from bench.generate import generate
 from bench.harness import persisted
 from bench.harness.apps import quiet, started
@@ -53,7 +54,7 @@ from bench.harness.serve import atrium_alone
 from bench.harness.servers import Server, Servers, running_servers, stack
 from bench.harness.timing import rotated
 from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
-from bench.serving_hotpath import hot_path, print_breakdown
+from bench.serving_hotpath import BATCH, RUNS, hot_path, print_breakdown
 from bench.serving_report import Figures, Target, print_figures
 from graph.settings import Settings
 
@@ -63,6 +64,13 @@ ENTITIES: Final = 5_000
 CONNECTIONS: Final = 16
 BURST_WARMUP_S: Final = 0.25  # fresh connections, not recorded
 SQL_SAMPLES: Final = 20
+# --smoke: every target once, on the smallest catalog, in bursts still long enough for each
+# connection to be answered many times on a busy machine; the warm-up's fill the caches.
+SMOKE_BURST_S: Final = 0.2
+SMOKE_BURST_WARMUP_S: Final = 0.05
+SMOKE_WARM_S: Final = 0.1
+SMOKE_SQL_SAMPLES: Final = 2
+SMOKE_HOT_CALLS: Final = BATCH  # the fewest that time every step (a batch of hits is one call)
 L1_GENERIC: Final = "persisted GET, L1 warm, generic"
 TARGETS: Final = (
     Target("floor (Starlette, same bytes)", None),
@@ -74,41 +82,52 @@ TARGETS: Final = (
 FLOOR, CACHED, COLD = TARGETS[0], TARGETS[1], TARGETS[-1]
 
 
-async def run_serving(*, quick: bool, seed: int, rounds: int | None = None) -> None:
+async def run_serving(
+    *, quick: bool, seed: int, rounds: int | None = None, smoke: bool = False
+) -> None:
     """``rounds`` overrides the number of timed rounds (4 with ``quick``, else 10); a short
-    run also warms up for less."""
+    run also warms up for less. ``smoke``: one round of short bursts on the smallest catalog,
+    and the hot path timed once over the fewest calls."""
     begun = time.perf_counter()
     quiet()
+    entities = SMALLEST if smoke else ENTITIES
     async with scratch_database() as scratch:
         print(f"\nserving: {scratch}")
         async with started(Settings(database_url=scratch.url)) as app:  # the migrations
-            report = await generate(scratch.url, ENTITIES, seed=seed)
+            report = await generate(scratch.url, entities, seed=seed)
             page = scenarios(await pick_inputs(app.services.database))[0]
         scenario = replace(page, name="component page", query=COMPONENT_PAGE)
         print(
-            f"{ENTITIES:,} entities generated in {report.seconds:.1f} s; "
+            f"{entities:,} entities generated in {report.seconds:.1f} s; "
             f"{scenario.name} of {scenario.variables['ref']}"
         )
         async with running_servers() as servers, load_process() as pool:
             figures = await _start(servers, scratch.url, scenario)
-            short = quick or (rounds is not None and rounds < 5)
-            rounds, burst = rounds or (4 if quick else 10), 0.5
+            short = smoke or quick or (rounds is not None and rounds < 5)
+            rounds = rounds or (1 if smoke else 4 if quick else 10)
+            burst = SMOKE_BURST_S if smoke else 0.5
+            warm = SMOKE_WARM_S if smoke else 1.0 if short else 2.0
+            burst_warmup = SMOKE_BURST_WARMUP_S if smoke else BURST_WARMUP_S
             print(
                 f"{len(TARGETS)} servers up ({stack()}); {CONNECTIONS} keep-alive "
                 f"connections from a load process; {rounds} rounds of {burst:g} s per target"
             )
             for figure in figures:  # every cache the target has, and the load process
-                await _burst(pool, figure, 1.0 if short else 2.0, record=False)
+                await _burst(pool, figure, warm, 0.0)
             for round_ in range(rounds):
                 for figure in rotated(figures, round_):
-                    await _burst(pool, figure, burst, record=True)
+                    await _burst(pool, figure, burst, burst_warmup, record=True)
+            samples = SMOKE_SQL_SAMPLES if smoke else SQL_SAMPLES
             for figure in figures:
                 figure.rss = figure.server.rss()
                 if figure.target.settings is not None:
-                    figure.sql = await _sql_per_request(figure)
+                    figure.sql = await _sql_per_request(figure, samples)
         print_figures(figures)
         cached = next(f for f in figures if f.target is CACHED).cpu_per_request
-        breakdown = await hot_path(scratch.url, scenario, MEDIA_TYPE, calls=1000 if short else 5000)
+        calls = SMOKE_HOT_CALLS if smoke else 1000 if short else 5000
+        breakdown = await hot_path(
+            scratch.url, scenario, MEDIA_TYPE, calls=calls, runs=1 if smoke else RUNS
+        )
         print_breakdown(breakdown, None if cached is None else cached * 1e6)
     print(f"\nserving took {time.perf_counter() - begun:.0f} s; servers stopped, database dropped")
 
@@ -166,13 +185,18 @@ def _answer(server: Server, reply: Reply) -> dict[str, Any]:
 
 
 async def _burst(
-    pool: ProcessPoolExecutor, figure: Figures, seconds: float, *, record: bool
+    pool: ProcessPoolExecutor,
+    figure: Figures,
+    seconds: float,
+    warmup_s: float,
+    *,
+    record: bool = False,
 ) -> None:
     spec = LoadSpec(
         port=figure.server.port,
         requests=[("GET", figure.request)],
         connections=CONNECTIONS,
-        warmup_s=BURST_WARMUP_S if record else 0.0,
+        warmup_s=warmup_s,
         duration_s=seconds,
         expected=figure.expected,
         server_pids=(figure.server.pid,),
@@ -188,12 +212,12 @@ async def _burst(
         figure.add(result)
 
 
-async def _sql_per_request(figure: Figures) -> float:
+async def _sql_per_request(figure: Figures, samples: int) -> float:
     """Statements per request from /metrics; a scrape's own statements are subtracted."""
     server = figure.server
     before = await server.metric("atrium_sql_queries")
     after_scrape = await server.metric("atrium_sql_queries")
-    for _ in range(SQL_SAMPLES):
+    for _ in range(samples):
         _answer(server, await fetch(server.port, figure.request))
     after = await server.metric("atrium_sql_queries")
-    return (after - after_scrape - (after_scrape - before)) / SQL_SAMPLES
+    return (after - after_scrape - (after_scrape - before)) / samples

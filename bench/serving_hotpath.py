@@ -40,7 +40,7 @@ from graph.logs import configure_logging, flush_logs
 from graph.services import Services
 from graph.settings import Settings
 
-__all__ = ["Breakdown", "hot_path", "print_breakdown"]
+__all__ = ["BATCH", "RUNS", "Breakdown", "hot_path", "print_breakdown"]
 
 CALLS: Final = 5_000
 RUNS: Final = 7
@@ -57,14 +57,16 @@ class Breakdown:
 
 
 async def hot_path(
-    url: str, scenario: Scenario, media_type: str, *, calls: int = CALLS
+    url: str, scenario: Scenario, media_type: str, *, calls: int = CALLS, runs: int = RUNS
 ) -> Breakdown:
     """On a uvloop event loop of its own, as a server runs (in a thread: the caller's loop
-    goes on)."""
-    return await asyncio.to_thread(uvloop.run, _hot_path(url, scenario, media_type, calls))
+    goes on); each figure the median of ``runs`` runs of ``calls`` calls."""
+    return await asyncio.to_thread(uvloop.run, _hot_path(url, scenario, media_type, calls, runs))
 
 
-async def _hot_path(url: str, scenario: Scenario, media_type: str, calls: int) -> Breakdown:
+async def _hot_path(
+    url: str, scenario: Scenario, media_type: str, calls: int, runs: int
+) -> Breakdown:
     settings = Settings(database_url=url, redis_url=None, log_level="INFO")
     app = atrium(settings)
     root = logging.getLogger()
@@ -76,7 +78,7 @@ async def _hot_path(url: str, scenario: Scenario, media_type: str, calls: int) -
             configure_logging("INFO", stream=log_file)
             logging.getLogger("atrium").setLevel(logging.NOTSET)
             async with app.router.lifespan_context(app):
-                return await _measure(app, app.state.services, scenario, media_type, calls)
+                return await _measure(app, app.state.services, scenario, media_type, calls, runs)
         finally:
             flush_logs()
             log_file.close()
@@ -135,7 +137,7 @@ class _ParseOnly(AtriumHttpProtocol):
 
 
 async def _measure(
-    app: Any, services: Services, scenario: Scenario, media_type: str, calls: int
+    app: Any, services: Services, scenario: Scenario, media_type: str, calls: int, runs: int
 ) -> Breakdown:
     extensions = persisted.extensions(scenario.query)
     query_string = persisted.query_string(scenario.query, scenario.variables)
@@ -223,10 +225,10 @@ async def _measure(
         ("count and log: metrics, access log line (batched)", record, BATCH),
     ]
     rounds = calls // CONNECTIONS
-    floor_us = await _time(starlette, rounds) / CONNECTIONS
-    whole_us = await _time(whole, rounds) / CONNECTIONS
-    app_us = await _time(through_atrium, rounds // 4) / CONNECTIONS
-    timed = [(name, await _time(step, calls // per) / per) for name, step, per in steps]
+    floor_us = await _time(starlette, rounds, runs) / CONNECTIONS
+    whole_us = await _time(whole, rounds, runs) / CONNECTIONS
+    app_us = await _time(through_atrium, rounds // 4, runs) / CONNECTIONS
+    timed = [(name, await _time(step, calls // per, runs) / per) for name, step, per in steps]
     hot.flush()
     return Breakdown(floor_us, whole_us, app_us, timed)
 
@@ -247,18 +249,18 @@ async def _round(connections: list[tuple[Any, Any]], request: bytes) -> None:
             await asyncio.sleep(0)
 
 
-async def _time(call: Callable[[], Awaitable[None]], calls: int) -> float:
+async def _time(call: Callable[[], Awaitable[None]], calls: int, runs: int) -> float:
     """Microseconds of this thread's CPU per call (what a busy machine's other processes
-    take is not counted): the median over RUNS runs of ``calls`` calls."""
+    take is not counted): the median over ``runs`` runs of ``calls`` calls."""
     for _ in range(calls // 10):
         await call()
-    runs = []
-    for _ in range(RUNS):
+    figures = []
+    for _ in range(runs):
         started = time.thread_time()
         for _ in range(calls):
             await call()
-        runs.append((time.thread_time() - started) / calls * 1e6)
-    return statistics.median(runs)
+        figures.append((time.thread_time() - started) / calls * 1e6)
+    return statistics.median(figures)
 
 
 def print_breakdown(breakdown: Breakdown, server_cpu_us: float | None) -> None:

@@ -48,6 +48,8 @@ __all__ = ["run_subscriptions"]
 
 SUBSCRIPTIONS: Final = 5_000
 QUICK_SUBSCRIPTIONS: Final = 400
+SMOKE_SUBSCRIPTIONS: Final = 20  # each kind on one client process, as with 400
+WARM_SUBSCRIPTIONS: Final = 8
 PER_PROCESS: Final = 1_250
 TARGET_KB: Final = 50.0
 TARGET_LAST_S: Final = 2.0
@@ -56,7 +58,8 @@ COMPONENT: Final = "component:default/checkout"
 WORKLOAD: Final = {"c": "bench", "n": "shop", "p": "checkout"}
 PODS: Final = ("checkout-a", "checkout-b")
 REFRESH_S: Final = 20.0  # a new deploy this often while subscribing: each has a first message
-SETTLE_S: Final = 3.0
+SETTLE_S: Final = 3.0  # after subscriptions come or go, before the replica's memory is read
+SMOKE_SETTLE_S: Final = 0.2
 KB: Final = 1024
 
 CATALOG: Final = """
@@ -189,18 +192,20 @@ def _jobs(url: str, total: int, deflate: bool, event: str) -> list[ClientJob]:
     return jobs
 
 
-async def _phase(replica: Replica, logs: dict[str, Any], total: int, deflate: bool) -> Phase:
+async def _phase(
+    replica: Replica, logs: dict[str, Any], total: int, deflate: bool, settle_s: float
+) -> Phase:
     url = f"ws://127.0.0.1:{replica.port}/graphql"
     # Warm: a few subscriptions of each kind made and gone (imports, the first plans).
     event = f"event-{uuid.uuid4().hex[:8]}"  # the deploy's release, the log line's text
-    async with _clients(_jobs(url, 8, deflate, event)) as warm:
+    async with _clients(_jobs(url, WARM_SUBSCRIPTIONS, deflate, event)) as warm:
         refresh = asyncio.create_task(_refresh(replica))
         try:
             for _, pipe in warm:
                 await _receive(pipe, "ready")
         finally:
             refresh.cancel()
-    await asyncio.sleep(SETTLE_S)
+    await asyncio.sleep(settle_s)
     before = rss(replica.pid)
     async with _clients(_jobs(url, total, deflate, event)) as clients:
         refresh = asyncio.create_task(_refresh(replica))
@@ -214,7 +219,7 @@ async def _phase(replica: Replica, logs: dict[str, Any], total: int, deflate: bo
             f"in place in {time.perf_counter() - began:.1f} s",
             flush=True,
         )
-        await asyncio.sleep(SETTLE_S)
+        await asyncio.sleep(settle_s)
         after = rss(replica.pid)
         if before is None or after is None:
             raise BenchFailure("a replica's memory is read from /proc (Linux)")
@@ -284,8 +289,11 @@ def _report(phases: list[Phase], total: int) -> None:
         )
 
 
-async def run_subscriptions(*, quick: bool) -> None:
-    total = QUICK_SUBSCRIPTIONS if quick else SUBSCRIPTIONS
+async def run_subscriptions(*, quick: bool, smoke: bool = False) -> None:
+    """``smoke``: a few subscriptions, and short pauses before the memory is read: every step
+    taken, nothing measured."""
+    total = SMOKE_SUBSCRIPTIONS if smoke else QUICK_SUBSCRIPTIONS if quick else SUBSCRIPTIONS
+    settle_s = SMOKE_SETTLE_S if smoke else SETTLE_S
     async with scratch_database() as scratch, start_clusters("bench") as clusters:
         cluster: Cluster = clusters[0]
         # kmock matches each request by scanning those it kept: keep none, or every follow and
@@ -311,7 +319,7 @@ async def run_subscriptions(*, quick: bool) -> None:
             for deflate in (True, False):
                 async with running_replicas(["subscriptions"], settings) as [replica]:
                     try:
-                        phases.append(await _phase(replica, logs, total, deflate))
+                        phases.append(await _phase(replica, logs, total, deflate, settle_s))
                     except BenchFailure as exc:
                         raise replica.failure(str(exc)) from None
     _report(phases, total)

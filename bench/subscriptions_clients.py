@@ -6,12 +6,14 @@ place), says so, then notes when each receives the event it is told to look for.
 
 The parent talks to a client over a pipe: ``("ready", opened)`` comes back once every
 subscription is in place, ``("got", [wall-clock times])`` once each has seen the event (or
-the wait ran out), then ``("missed", [why])``, and ``"close"`` ends it all.
+the wait ran out), then ``("missed", [why])``, and ``"close"`` ends it all, at once: a
+warm-up's clients are told to close before any event is sent, and do not wait for one.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from dataclasses import dataclass
 from multiprocessing.connection import Connection
@@ -100,15 +102,30 @@ async def _event(job: ClientJob, ws: ClientConnection) -> float | str:
         return f"{type(exc).__name__}: {exc}"[:200]
 
 
+def _until_closed(pipe: Connection) -> None:
+    """Until the parent says ``"close"`` (or is gone)."""
+    with contextlib.suppress(EOFError, OSError):
+        pipe.recv()
+
+
 async def _main(job: ClientJob, pipe: Connection) -> None:
     gate = asyncio.Semaphore(OPENING_AT_ONCE)
     sockets = await asyncio.gather(*(_open(job, gate) for _ in range(job.count)))
+    closed = asyncio.get_running_loop().run_in_executor(None, _until_closed, pipe)
     waits = [asyncio.create_task(_event(job, ws)) for ws in sockets]
     pipe.send(("ready", len(sockets)))
-    times = await asyncio.gather(*waits)
-    pipe.send(("got", [t for t in times if isinstance(t, float)]))
-    pipe.send(("missed", sorted({t for t in times if isinstance(t, str)})))
-    await asyncio.get_running_loop().run_in_executor(None, pipe.recv)
+    events = asyncio.gather(*waits)
+    either: list[asyncio.Future[Any]] = [events, closed]
+    await asyncio.wait(either, return_when=asyncio.FIRST_COMPLETED)
+    if closed.done():  # told to close first (a warm-up's clients): no event to wait for
+        events.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await events
+    else:
+        times = events.result()
+        pipe.send(("got", [t for t in times if isinstance(t, float)]))
+        pipe.send(("missed", sorted({t for t in times if isinstance(t, str)})))
+        await closed
     await asyncio.gather(*(ws.close() for ws in sockets), return_exceptions=True)
 
 

@@ -1,5 +1,7 @@
-"""Runs the benchmark's scenarios on a small catalog, as `make bench` would run them: the tests
-of the benchmark are split in a few modules so that they spread over the suite's processes."""
+"""Runs the benchmark's scenarios as `make bench` would run them, at their smoke size (``python
+-m bench --smoke``: every phase, table and target of a scenario's report, on the least data and
+in the fewest rounds): the tests of the benchmark are split in a few modules so that they
+spread over the suite's processes."""
 
 from __future__ import annotations
 
@@ -9,14 +11,14 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-SMALL = ["--entities", "3000", "--rounds", "3", "--users", "200", "--pinapps", "300"]
+SMOKE = ["--smoke"]
 
 
 def run_bench(pg_admin_url: str, only: str, *, timeout: float = 360) -> str:
-    """``python -m bench --only <only>`` on a small catalog; its report, having checked that it
+    """``python -m bench --only <only> --smoke``; its report, having checked that it
     succeeded."""
     result = subprocess.run(
-        [sys.executable, "-m", "bench", "--only", only, *SMALL],
+        [sys.executable, "-m", "bench", "--only", only, *SMOKE],
         cwd=ROOT,
         capture_output=True,
         text=True,

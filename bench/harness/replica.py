@@ -24,6 +24,7 @@ __all__ = ["Replica", "free_port", "running_replicas", "serve_environment"]
 
 READY_WITHIN_S: Final = 90.0  # several Pythons importing Strawberry at once on two cores
 STOP_WITHIN_S: Final = 60.0
+PORT_ATTEMPTS: Final = 3
 
 serve_environment = child_environment  # the replicas' settings over this environment
 
@@ -127,6 +128,12 @@ class Replica:
     def log_text(self) -> str:
         return read_log(self.log)
 
+    def lost_its_port(self) -> bool:
+        """Whether its last start ended as the port, free when chosen, was taken before the
+        server bound it (by any process of the machine: the ports are local ones)."""
+        last = self.log_text().rpartition(f"--- start {self.starts}\n")[2]
+        return self.child is not None and not self.child.running and "cannot listen" in last
+
     def failure(self, what: str) -> BenchFailure:
         return self._started().failure(what)
 
@@ -142,8 +149,7 @@ async def running_replicas(
         env = serve_environment(settings)
         replicas = [Replica(name, env, Path(tmp)) for name in names]
         try:
-            await asyncio.gather(*(r.start() for r in replicas))
-            await asyncio.gather(*(r.ready() for r in replicas))
+            await asyncio.gather(*(_started(r) for r in replicas))
             yield replicas
         finally:
             for replica in replicas:
@@ -151,3 +157,18 @@ async def running_replicas(
                     with contextlib.suppress(BenchFailure):
                         await replica.stop()
                 await replica.kill()
+
+
+async def _started(replica: Replica) -> None:
+    """``replica`` started and ready, on another port if its own was taken meanwhile."""
+    for _ in range(PORT_ATTEMPTS - 1):
+        await replica.start()
+        try:
+            await replica.ready()
+            return
+        except BenchFailure:
+            if not replica.lost_its_port():
+                raise
+        replica.port = free_port()
+    await replica.start()
+    await replica.ready()

@@ -33,16 +33,15 @@ from typing import Any, Final
 from strawberry.types import ExecutionResult
 
 from bench.catalog import SMALLEST
+from bench.execution_documents import Document, documents
 from bench.generate import generate
 from bench.harness import BenchFailure
 from bench.harness.apps import quiet, started
 from bench.harness.database import scratch_database
-from bench.harness.inprocess import Check
 from bench.harness.tables import print_rows, print_target
 from bench.harness.timing import frozen_heap
 from bench.request_path import WARMUP as REQUEST_WARMUP
 from bench.request_path import print_whole_request, whole_request
-from bench.scenarios import COMPONENT_PAGE, pick_inputs, scenarios
 from graph.http_output import result_outcome
 from graph.plans import Plan
 from graph.services import Services
@@ -63,56 +62,6 @@ SMOKE_REQUESTS: Final = 2
 SMOKE_WHOLE_WARMUP: Final = 2  # the first request builds the plan, the second runs on it
 SMOKE_WHOLE_CALLS: Final = 5
 GOAL: Final = ("component page", 4.0)  # the document, and how much faster compiled must be
-
-# The console's TeamPage, its owned rows the team's components with their owner and system.
-TEAM_PAGE: Final = """
-query TeamPage($ref: String!, $first: Int! = 50) {
-  entity(ref: $ref) {
-    id ref kind namespace name title description tags
-    links { url title icon type }
-    ... on Group {
-      type
-      profile { displayName email picture }
-      parent { id ref name title }
-      children { id ref name title }
-      members { id ref kind namespace name title profile { displayName email picture } }
-    }
-  }
-  owned: entitiesOwnedBy(
-    ref: $ref, transitive: true, filter: {kind: ["component"]}, first: $first
-  ) {
-    totalCount
-    nodes {
-      id ref kind namespace name title description
-      ... on Component {
-        type lifecycle ownerRef
-        owner { ref kind name title }
-        system { ref name title }
-      }
-    }
-  }
-}
-"""
-
-# The console's CatalogList, as its catalog page asks for components.
-CATALOG_LIST: Final = """
-query CatalogList($filter: EntityFilter, $search: String, $first: Int!, $after: String) {
-  entities(filter: $filter, search: $search, first: $first, after: $after) {
-    totalCount
-    pageInfo { hasNextPage endCursor }
-    nodes { id ref kind namespace name title description tags }
-  }
-}
-"""
-
-
-@dataclass(frozen=True, slots=True)
-class Document:
-    name: str
-    query: str
-    operation_name: str
-    variables: dict[str, Any]
-    check: Check  # problems with an answer's data; empty when it is right
 
 
 @dataclass(slots=True)
@@ -159,15 +108,15 @@ async def run_execution(
         async with started(settings) as app:
             services = app.services
             report = await generate(scratch.url, entities, seed=seed)
-            documents = await _documents(services)
+            chosen = await documents(services)
             print(
                 f"{entities:,} entities generated in {report.seconds:.1f} s; "
-                + "; ".join(f"{d.name}: {_describe(d)}" for d in documents)
+                + "; ".join(f"{d.name}: {_describe(d)}" for d in chosen)
             )
             with frozen_heap():  # the loaded app lives for the run
                 timings = [
                     await _prepare(services, d, round_s, warmup, SMOKE_REQUESTS if smoke else None)
-                    for d in documents
+                    for d in chosen
                 ]
                 for round_ in range(rounds):
                     for timing in timings:
@@ -189,48 +138,6 @@ async def run_execution(
     print(f"compiled plans answered {runs:,} requests in all, warm-ups included")
     print_whole_request(page.document.name, whole)
     print(f"\nexecution took {time.perf_counter() - begun:.0f} s; scratch database dropped")
-
-
-async def _documents(services: Services) -> list[Document]:
-    inputs = await pick_inputs(services.database)
-    component = inputs.component
-    page = scenarios(inputs)[0]  # the entity page: its check holds for the component page
-    # The team of the component page: the group that owns the component.
-    owner = await services.database.fetchval(
-        "select owner_ref from entities where ref = $1", component
-    )
-    if owner is None or not str(owner).startswith("group:"):
-        raise BenchFailure(f"execution: {component} has no owning group (owner {owner!r})")
-    return [
-        Document("component page", COMPONENT_PAGE, "ComponentPage", {"ref": component}, page.check),
-        Document("team page", TEAM_PAGE, "TeamPage", {"ref": owner, "first": 50}, _team_page),
-        Document(
-            "catalog list, 50 rows",
-            CATALOG_LIST,
-            "CatalogList",
-            {"filter": {"kind": ["component"]}, "first": 50},
-            _catalog_list,
-        ),
-    ]
-
-
-def _team_page(data: dict[str, Any]) -> list[str]:
-    team = data.get("entity") or {}
-    owned = (data.get("owned") or {}).get("nodes") or []
-    problems = [] if team.get("members") else ["the team has no members"]
-    if not owned:
-        problems.append("the team owns nothing")
-    if any(not node.get("owner") for node in owned):
-        problems.append("an owned component has no owner")
-    return problems
-
-
-def _catalog_list(data: dict[str, Any]) -> list[str]:
-    page = data.get("entities") or {}
-    nodes = page.get("nodes") or []
-    if len(nodes) != 50 or any(node.get("kind") != "Component" for node in nodes):
-        return [f"{len(nodes)} nodes, expected 50 components"]
-    return []
 
 
 def _describe(document: Document) -> str:

@@ -4,8 +4,9 @@ hypothesis-graphql's ``custom_scalars``, which it consults before its own built-
 
 Besides hypothesis's own text, the pools mix in what breaks servers (NUL, lone surrogates, a
 hundred thousand characters, SQL and LIKE metacharacters, path climbing, odd Unicode, broken
-and hostile YAML, forged cursors and global IDs, boundary integers) and what reaches real code
-paths (refs of the demo organisation, its clusters, namespaces and workloads, valid manifests
+and hostile YAML, forged cursors and global IDs, boundary integers), what breaks the URLs,
+headers and paths a value may be put into (control characters, ``/``, ``..``, ``%``, ``?``,
+``#``; ids and Kubernetes names are given them often) and what reaches real code paths (refs of the demo organisation, its clusters, namespaces and workloads, valid manifests
 and catalog documents), so generated mutations sometimes succeed.
 """
 
@@ -23,6 +24,7 @@ from atrium.testing.hostile_values import (
     HOSTILE_IDS,
     HOSTILE_INTS,
     HOSTILE_STRINGS,
+    HOSTILE_URL_PARTS,
     HOSTILE_YAML,
     SEARCH_MANIFEST,
 )
@@ -78,7 +80,15 @@ BY_ARGUMENT = {
     "manifest": [*HOSTILE_YAML, CHECKOUT_MANIFEST, SEARCH_MANIFEST],
     "yaml": [*HOSTILE_YAML, CATALOG_DOCUMENT],
     "after": [*HOSTILE_IDS, _b64(["checkout", "component:default/checkout"]), _b64(3)],
-    "id": [*HOSTILE_IDS, base64.b64encode(b"Component:component:default/checkout").decode()],
+    "id": [
+        *HOSTILE_IDS,
+        *HOSTILE_URL_PARTS,
+        base64.b64encode(b"Component:component:default/checkout").decode(),
+    ],
+    # Names that go into a cluster's URLs.
+    "namespace": [*HOSTILE_URL_PARTS, "shop"],
+    "pod": [*HOSTILE_URL_PARTS, "checkout-abc"],
+    "container": [*HOSTILE_URL_PARTS, "app"],
     "search": ["%", "_", "\\", "'", '"', "a:* & !b | (c <-> d)", "!!!", "(", "<->", "\x00"],
 }
 

@@ -1,29 +1,38 @@
 """Generated and hostile operations against the whole live schema never make a server error.
 
 The app is assembled as deployed (catalog, ownership, every installed plugin: PinCompute
-watching two emulated clusters) with the demo organisation, and asked over HTTP as three callers: nobody, a member
-of the team owning checkout (through the trusted proxy's header), and an admin token.
+watching two emulated clusters, observability reading a real Alertmanager and Prometheus) with
+the demo organisation, and asked over HTTP (subscriptions over an in-process websocket) as
+three callers: nobody, a member of the team owning checkout (through the trusted proxy's
+header), and an admin token.
 
 - Property-based: hypothesis-graphql generates queries and mutations for every root field,
   arguments drawn from the schema, its scalars mixed with hostile values and the demo's own
   names (``tests/hostile_values.py``), sometimes as literals and sometimes as variables,
   derandomized so CI sees the same operations every time. Hypothesis runs in a thread and
   hands each operation to the app's event loop, so a failure is shrunk to a small example.
-- A sweep: every argument of every root field given each hostile value in turn.
+- A sweep: every argument of every root field (subscriptions included) given each hostile
+  value in turn, the other required arguments a valid silence length (and for subscriptions a
+  real workload, pod and component) so that the value reaches Alertmanager or the cluster
+  behind. A caller's subscriptions are all sent at once (a hundred a websocket), each given
+  until its connection goes quiet: one still waiting (for events) is a clean answer.
 - The test kit's ``check_hostile_inputs`` over each installed plugin's own fields, those it
-  adds to other types included (Atrium's bundled plugins, and any other package's).
+  adds to other types and its subscriptions included (Atrium's bundled plugins, and any other
+  package's).
 
 Every answer must be below 500, every error must carry ``extensions.code`` and none may be
-``INTERNAL_SERVER_ERROR``; every mutation that ran or was refused as unstorable is in the audit
-log; afterwards the server still answers ``/readyz`` and the catalog changed only where the
-caller could change it and an allowed mutation said it would.
+``INTERNAL_SERVER_ERROR``; no websocket may be closed by the server; every mutation that ran or
+was refused as unstorable is in the audit log; afterwards the server still answers ``/readyz``
+and the catalog changed only where the caller could change it and an allowed mutation said it
+would.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
+import time
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -62,21 +71,27 @@ from hypothesis import strategies as st
 from hypothesis_graphql import mutations, queries
 
 from atrium.testing import check_hostile_inputs, installed_plugin_ids, select_plugins
-from atrium.testing.hostile import hostile_values
+from atrium.testing.hostile import hostile_values, subscription_failures
 from sources.catalog.documents import parse_documents, read_paths
 from sources.catalog.store import apply_batch
+from tests.alertmanager import alertmanager
 from tests.conftest import EXAMPLES, AppFactory, Client
 from tests.hostile_values import (
     BY_ARGUMENT,
+    HOSTILE_STRINGS,
     MEMBER,
     TARGETS,
     scalar_strategies,
 )
 from tests.kube import kubeconfig, start_clusters
 from tests.plugins.test_pincompute import eventually, pinapp
+from tests.prometheus import openmetrics, prometheus
 
 EXAMPLES_PER_FIELD = 20  # some 400 operations per caller
 GUARD_REFUSAL = "it cannot be stored, so it is refused"  # graph/input_guard.py's wording
+# Seconds without a message after which a caller's subscriptions that have not answered are
+# taken to be waiting for events.
+SUBSCRIPTIONS_QUIET = 0.5
 
 
 @dataclass
@@ -93,9 +108,41 @@ class Env:
     sent: int = 0
 
 
+@dataclass(frozen=True)
+class Backends:
+    alertmanager: str
+    prometheus: str
+
+
+@pytest.fixture(scope="module")
+def backends(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Backends]:
+    """A real Alertmanager (checkout's alert firing) and Prometheus (an hour of checkout's
+    requests and its pods' CPU) for the module's apps; what the sweep silences stays there."""
+    root = tmp_path_factory.mktemp("observability")
+    now = int(time.time()) - 60
+    hour = range(now - 3600, now, 60)
+    history = openmetrics(
+        {
+            'http_requests_total{service="checkout",code="200"}': [
+                (t, t - now + 4000) for t in hour
+            ],
+            'http_requests_total{service="checkout",code="500"}': [(t, 1) for t in hour],
+            'container_cpu_usage_seconds_total{namespace="shop",pod="checkout-6b7f9-x2x",container="app"}': [
+                (t, (t - now + 3600) / 10) for t in hour
+            ],
+        }
+    )
+    with alertmanager(root / "alertmanager") as am, prometheus(root, history) as prom:
+        am.fire({"labels": {"alertname": "HighErrorRate", "service": "checkout"}})
+        yield Backends(am.url, prom.url)
+
+
 @pytest.fixture
 async def env(
-    make_client: AppFactory, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+    make_client: AppFactory,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    backends: Backends,
 ) -> AsyncIterator[Env]:
     async with start_clusters("east", "west") as (east, west):
         await east.put("pinapps", "shop", pinapp("checkout", "component:default/checkout"))
@@ -106,6 +153,8 @@ async def env(
         monkeypatch.setenv("ATRIUM_KUBECONFIG", str(path))
         monkeypatch.setenv("ATRIUM_COMPUTE_WATCH_TIMEOUT", "2")
         monkeypatch.setenv("ATRIUM_COMPUTE_REQUEST_TIMEOUT", "1.0")
+        monkeypatch.setenv("ATRIUM_ALERTMANAGER_URL", backends.alertmanager)
+        monkeypatch.setenv("ATRIUM_PROMETHEUS_URL", backends.prometheus)
         client: Client = await make_client(plugins=select_plugins(None))
         assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
 
@@ -346,6 +395,20 @@ async def assert_intact(env: Env, before: dict[str, str], changeable: set[str] |
     assert changed <= allowed, f"changed without an allowed mutation: {changed - allowed}"
 
 
+# The other required arguments of a swept field, by name: a silence length Alertmanager is
+# asked for, so that createSilence's hostile values go on to it; for subscriptions also a real
+# workload, pod and component, so that theirs go on to the cluster and the deploy feed.
+SWEEP_VALUES: dict[str, Any] = {"durationSeconds": 3600}
+SUBSCRIPTION_VALUES: dict[str, Any] = {
+    **SWEEP_VALUES,
+    "cluster": "east",
+    "namespace": "shop",
+    "name": "checkout",
+    "pod": "checkout-abc",
+    "component": "component:default/checkout",
+}
+
+
 @pytest.mark.parametrize("who", ["anonymous", "member", "admin"])
 async def test_every_argument_with_hostile_values(env: Env, who: str) -> None:
     caller = env.callers[who]
@@ -353,37 +416,60 @@ async def test_every_argument_with_hostile_values(env: Env, who: str) -> None:
     failures: list[str] = []  # all of them, not only the first: a regression shows its extent
     for root in (env.schema.query_type, env.schema.mutation_type):
         assert root is not None
-        for name, definition in root.fields.items():
-            for argument_name, argument in definition.args.items():
-                for value in hostile_values(argument.type):
-                    query, variables = _operation(root, name, definition, argument_name, value)
-                    try:
-                        await send(env, caller, query, variables)
-                    except AssertionError as exc:
-                        failures.append(str(exc).splitlines()[0][:500])
+        for _, query, variables in _sweep(root, SWEEP_VALUES):
+            try:
+                await send(env, caller, query, variables)
+            except AssertionError as exc:
+                failures.append(str(exc).splitlines()[0][:500])
+    assert env.schema.subscription_type is not None
+    subscriptions = [
+        (f"{caller.name}: {name} {str(variables)[:200]!r}", query, variables)
+        for name, query, variables in _sweep(env.schema.subscription_type, SUBSCRIPTION_VALUES)
+    ]
+    failures += await subscription_failures(
+        env.client, subscriptions, caller.headers, quiet=SUBSCRIPTIONS_QUIET
+    )
+    env.sent += len(subscriptions)
     assert not failures, "\n".join(failures)
     assert env.sent > 1000
+    assert len(subscriptions) >= 9 * len(HOSTILE_STRINGS)
     await assert_intact(env, before, await changeable_by(env, who))
 
 
+def _sweep(
+    root: GraphQLObjectType, values: dict[str, Any]
+) -> Iterator[tuple[str, str, dict[str, Any]]]:
+    """(field, document, variables): every argument of every field of ``root`` given each
+    hostile value of its type, the other required arguments ``values`` by name."""
+    for name, definition in root.fields.items():
+        for argument_name, argument in definition.args.items():
+            for value in hostile_values(argument.type):
+                yield name, *_operation(root, name, definition, argument_name, value, values)
+
+
 def _operation(
-    root: GraphQLObjectType, name: str, definition: GraphQLField, hostile: str, value: Any
+    root: GraphQLObjectType,
+    name: str,
+    definition: GraphQLField,
+    hostile: str,
+    value: Any,
+    values: dict[str, Any],
 ) -> tuple[str, dict[str, Any]]:
-    """``name`` with the hostile value in ``hostile`` and plain values in the other required
-    arguments, all passed as variables."""
+    """``name`` with the hostile value in ``hostile`` and plain values (``values``, else
+    ``_plain``) in the other required arguments, all passed as variables."""
     declarations, arguments, variables = [], [], {}
     for argument_name, argument in definition.args.items():
         if argument_name == hostile:
             given_value = value
         elif isinstance(argument.type, GraphQLNonNull) and argument.default_value is Undefined:
-            given_value = _plain(argument)
+            given_value = values.get(argument_name, _plain(argument))
         else:
             continue
         declarations.append(f"${argument_name}: {argument.type}")
         arguments.append(f"{argument_name}: ${argument_name}")
         variables[argument_name] = given_value
     selection = "" if is_leaf_type(get_named_type(definition.type)) else " { __typename }"
-    kind = "mutation" if root.name == "Mutation" else "query"
+    kind = root.name.lower()  # query, mutation or subscription
     head = f"({', '.join(declarations)})" if declarations else ""
     call = f"({', '.join(arguments)})" if arguments else ""
     return f"{kind} Sweep{head} {{ {name}{call}{selection} }}", variables
@@ -471,15 +557,24 @@ async def _with_headers(env: Env, headers: dict[str, bytes]) -> None:
 
 
 # What a plugin's field is reached through, and given besides the hostile value: the demo's
-# names, so that fields of other types (Component.workloads...) are reached on a real entity.
-PLUGIN_VALUES = {**TARGETS[0], "Group": {"ref": "group:default/checkout-team"}}
+# names, so that fields of other types (Component.workloads...) are reached on a real entity
+# and logs on a real workload's pod; and a silence long enough for Alertmanager to be asked.
+PLUGIN_VALUES = {
+    **TARGETS[0],
+    "pod": "checkout-abc",
+    "durationSeconds": 3600,
+    "Group": {"ref": "group:default/checkout-team"},
+}
 
 
 @pytest.mark.parametrize("plugin_id", installed_plugin_ids())
 async def test_every_installed_plugins_fields_with_hostile_values(env: Env, plugin_id: str) -> None:
     """The kit's check, as a plugin's own tests run it: every argument of every field the
-    plugin adds (on the root and on other types), as nobody and as an admin."""
+    plugin adds (on the root, on other types, and its subscriptions), as nobody and as an
+    admin."""
     before = await catalog(env)
-    sent = await check_hostile_inputs(env.client, plugin_id, values=PLUGIN_VALUES)
+    sent = await check_hostile_inputs(
+        env.client, plugin_id, values=PLUGIN_VALUES, quiet=SUBSCRIPTIONS_QUIET
+    )
     assert sent > 100, sent
     await assert_intact(env, before, None)

@@ -16,11 +16,14 @@ test's own loop stands still between tests and while a test blocks, theirs does 
 
 And checks any plugin's fields can be held to:
 
-- ``check_hostile_inputs(client, plugin_id)``: every argument of every field the plugin adds,
-  given the hostile values Atrium's own suite uses, answers or fails cleanly, never with a
-  server error;
+- ``check_hostile_inputs(client, plugin_id)``: every argument of every field the plugin adds
+  (its subscriptions' over a websocket), given the hostile values Atrium's own suite uses,
+  answers or fails cleanly, never with a server error;
 - ``check_plan_equivalence(client, queries)``: each query answers the same on its compiled
   plan as on the generic executor, and ran on a plan.
+
+``AtriumClient.websocket()`` opens a graphql-transport-ws connection to the app in process
+(``GraphQLWebSocket``), for tests of subscriptions.
 
 Names are imported when first used, so importing the kit imports nothing heavy.
 """
@@ -47,6 +50,7 @@ if TYPE_CHECKING:
     from atrium.testing.plans import PlanDifferences, check_plan_equivalence
     from atrium.testing.plugins import installed_plugin_ids, select_plugins
     from atrium.testing.serve import Served, atrium_serve
+    from atrium.testing.websocket import GraphQLWebSocket, WebSocketClosed
 
 __all__ = [
     "HOSTILE_INTS",
@@ -57,6 +61,7 @@ __all__ = [
     "CatalogErrors",
     "ConsolePage",
     "GraphQLErrors",
+    "GraphQLWebSocket",
     "HostileInputFailures",
     "LoopThread",
     "PlanDifferences",
@@ -64,6 +69,7 @@ __all__ = [
     "Served",
     "Snapshot",
     "Statements",
+    "WebSocketClosed",
     "atrium_serve",
     "check_hostile_inputs",
     "check_plan_equivalence",
@@ -96,6 +102,8 @@ _WHERE = {
     "select_plugins": "plugins",
     "Served": "serve",
     "atrium_serve": "serve",
+    "GraphQLWebSocket": "websocket",
+    "WebSocketClosed": "websocket",
 }
 
 

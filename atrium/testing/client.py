@@ -1,10 +1,11 @@
 """An app per test and a client for it: ``AtriumClient``, an ``httpx.AsyncClient`` over the
-app's ASGI interface with GraphQL shortcuts, and ``AppStack``, which starts apps (their
-lifespan: database pool, migrations, plugins' lifespans) and stops them."""
+app's ASGI interface with GraphQL shortcuts (and subscriptions, over an in-process websocket:
+``atrium.testing.websocket``), and ``AppStack``, which starts apps (their lifespan: database
+pool, migrations, plugins' lifespans) and stops them."""
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Iterable, Iterator, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +17,7 @@ import orjson
 if TYPE_CHECKING:
     from starlette.applications import Starlette
 
+    from atrium.testing.websocket import GraphQLWebSocket
     from graph.plugin import Plugin
     from sources.catalog.store import ApplyResult
 
@@ -35,6 +37,8 @@ TEST_DEFAULTS: dict[str, Any] = {
     # No console build unless a test names one: its documents are not wanted.
     "web_dir": Path(__file__).parent / "no-console-build",
 }
+# httpx's own request headers, which a websocket's handshake does not carry.
+_HTTP_ONLY = frozenset({"accept", "accept-encoding", "connection", "user-agent"})
 
 
 class GraphQLErrors(AssertionError):
@@ -147,6 +151,18 @@ class AtriumClient(httpx.AsyncClient):
             assert registered.status_code < 500, registered.text
             response = await self.get("/graphql", params=params, headers=headers)
         return response
+
+    def websocket(
+        self, headers: Mapping[str, str] | None = None, **options: Any
+    ) -> GraphQLWebSocket:
+        """A graphql-transport-ws connection to the app, in process (``async with
+        client.websocket() as ws: await ws.subscribe("1", query)``), as this client's user
+        (``as_user``), or as ``headers`` say (``{"Authorization": f"Bearer {token}"}``).
+        ``options``: ``GraphQLWebSocket``'s (``payload`` of connection_init, ``timeout``)."""
+        from atrium.testing.websocket import GraphQLWebSocket
+
+        own = {k: v for k, v in self.headers.items() if k.lower() not in _HTTP_ONLY}
+        return GraphQLWebSocket(self.app, {**own, **(headers or {})}, **options)
 
     async def admin_token(self) -> str:
         """An API token of the admins' scope (made once per client)."""

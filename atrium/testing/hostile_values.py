@@ -1,8 +1,10 @@
 """The hostile values Atrium's own suite sends to every argument, as plain values: what
 breaks servers (NUL, lone surrogates, a hundred thousand characters, SQL and LIKE
 metacharacters, path climbing, odd Unicode, broken and hostile YAML, forged cursors and global
-IDs, boundary integers). ``check_hostile_inputs`` gives them to a plugin's fields; Atrium's
-generated operations (tests/hostile_values.py) mix them with hypothesis's own text."""
+IDs, boundary integers) and what breaks the URLs, headers and paths a value is put into
+unchecked (control characters, ``/``, ``.`` and ``..``, ``%`` escapes, ``?`` and ``#``, a UUID
+naming nothing, long climbing values). ``check_hostile_inputs`` gives them to a plugin's fields;
+Atrium's generated operations (tests/hostile_values.py) mix them with hypothesis's own text."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ from typing import Any
 
 import orjson
 
-__all__ = ["HOSTILE_IDS", "HOSTILE_INTS", "HOSTILE_STRINGS", "HOSTILE_YAML"]
+__all__ = ["HOSTILE_IDS", "HOSTILE_INTS", "HOSTILE_STRINGS", "HOSTILE_URL_PARTS", "HOSTILE_YAML"]
 
 CHECKOUT_MANIFEST = """\
 apiVersion: compute.atrium.dev/v1
@@ -104,5 +106,27 @@ HOSTILE_IDS = [
     base64.b64encode(b":").decode(),
     base64.b64encode(b"Component:component:default/a\x00b").decode(),
 ]
-HOSTILE_STRINGS += HOSTILE_YAML + HOSTILE_IDS
+# What a value put into a URL's path or query, or a header, unchecked breaks: httpx refuses
+# control characters in a URL (an exception, not an HTTP error; a bare LF splits a header);
+# `/`, `.` and `..` make another path (clients resolve dot segments), `?` and `#` a query or a
+# fragment, `%` escapes of them what a server decodes; the fullwidth ../ is ../ once
+# NFKC-normalised. An id of the right form names nothing; a long value is longer than servers
+# take in a request line. (NUL, CR LF and 100,000 characters are among the strings above.)
+NIL_UUID = "00000000-0000-0000-0000-000000000000"
+HOSTILE_URL_PARTS = [
+    "Ä\x18K",
+    "a\nb",
+    ".",
+    "..",
+    "a/b",
+    "%2e%2e%2f",
+    "%00",
+    "a?b=1&c",
+    "a#b",
+    "\uff0e\uff0e\uff0f",
+    NIL_UUID,
+    f"{NIL_UUID}/..",
+    "..%2f" * 2_000,
+]
+HOSTILE_STRINGS += HOSTILE_URL_PARTS + HOSTILE_YAML + HOSTILE_IDS
 HOSTILE_INTS = [-(2**31), -1, 0, 1, 2, 20, 99, 100, 101, 500, 501, 1000, 1001, 10_001, 2**31 - 1]

@@ -1,6 +1,7 @@
 """A plugin's fields, and operations that reach each of them from the root.
 
-A field of ``Query`` or ``Mutation`` is asked directly; a field a plugin adds to another type
+A field of ``Query``, ``Mutation`` or ``Subscription`` is asked directly (a subscription's
+over a websocket: ``plugin_subscriptions`` lists a plugin's); a field a plugin adds to another type
 (``Component.onCall``) is reached by the shortest path of fields from ``Query`` to that type
 (``entity(ref: $ref) { ... on Component { onCall } }``), through interfaces and unions with
 inline fragments. Arguments along the way, and arguments the check does not vary, take the
@@ -27,13 +28,23 @@ from graphql import (
     GraphQLObjectType,
     GraphQLSchema,
     GraphQLUnionType,
+    OperationType,
     get_named_type,
     get_nullable_type,
     is_leaf_type,
 )
 from graphql.pyutils import Undefined
 
-__all__ = ["FieldRef", "Step", "operation_for", "path_to", "plugin_fields", "plugin_queries"]
+__all__ = [
+    "FieldRef",
+    "Step",
+    "operation_for",
+    "path_to",
+    "plugin_fields",
+    "plugin_queries",
+    "plugin_subscriptions",
+]
+_ROOT_KINDS = {"Mutation": "mutation", "Subscription": "subscription"}
 
 # What a required argument costs a path when no value is given for it: a path through
 # arguments the caller named is preferred, then one with none.
@@ -67,15 +78,33 @@ def schema_of(client: Any) -> GraphQLSchema:
     return schema
 
 
-def plugin_fields(client: Any, plugin_id: str) -> list[FieldRef]:
-    """Every field ``plugin_id`` adds, subscriptions aside: to ``Query`` and ``Mutation``, to
-    other types (``extend_type``), and the fields of types of its own; in schema order."""
+def _contribution(client: Any, plugin_id: str) -> Any:
     assembly = client.services.assembly
     contribution = assembly.contributions.get(plugin_id)
     if contribution is None:
         raise LookupError(
             f"the app has no plugin {plugin_id!r} (it has {', '.join(assembly.plugin_ids)})"
         )
+    return contribution
+
+
+def plugin_subscriptions(client: Any, plugin_id: str) -> list[FieldRef]:
+    """The ``Subscription`` fields ``plugin_id`` adds, in schema order."""
+    contribution = _contribution(client, plugin_id)
+    names = client.services.assembly.schema.config.name_converter
+    return [
+        FieldRef("Subscription", names.get_graphql_name(f))
+        for cls in contribution.subscription
+        for f in cls.__strawberry_definition__.fields
+    ]
+
+
+def plugin_fields(client: Any, plugin_id: str) -> list[FieldRef]:
+    """Every field ``plugin_id`` adds, subscriptions aside (``plugin_subscriptions``): to
+    ``Query`` and ``Mutation``, to other types (``extend_type``), and the fields of types of
+    its own; in schema order."""
+    assembly = client.services.assembly
+    contribution = _contribution(client, plugin_id)
     names = assembly.schema.config.name_converter
     schema = schema_of(client)
     classes: list[tuple[str, type]] = [
@@ -200,7 +229,8 @@ def operation_for(
     depth: int = 1,
 ) -> tuple[str, dict[str, Any]]:
     """An operation selecting ``field`` with ``arguments`` (and plain or named values for its
-    other required arguments), reached from the root; all values as variables."""
+    other required arguments), reached from the root; all values as variables. A field of
+    ``Mutation`` or ``Subscription`` makes a mutation or a subscription."""
     values = for_type(values, field.type_name)
     declarations: list[str] = []
     variables: dict[str, Any] = {}
@@ -220,9 +250,9 @@ def operation_for(
             passed.append(f"{name}: ${variable}")
         return f"({', '.join(passed)})" if passed else ""
 
-    is_mutation = field.type_name == "Mutation"
-    steps = [] if is_mutation else path_to(schema, field.type_name, values)
-    root = schema.mutation_type if is_mutation else schema.query_type
+    kind = _ROOT_KINDS.get(field.type_name, "query")
+    steps = [] if kind != "query" else path_to(schema, field.type_name, values)
+    root = schema.get_root_type(OperationType(kind))
     assert root is not None
     opened: list[str] = []
     parent: Any = root
@@ -237,7 +267,6 @@ def operation_for(
     call = bind(definition, arguments)
     body = f"{field.field_name}{call}{selection(schema, definition.type, depth)}"
     text = " ".join([*opened, body, *("}" for _ in opened)])
-    kind = "mutation" if is_mutation else "query"
     head = f"({', '.join(declarations)})" if declarations else ""
     return f"{kind} Check{head} {{ {text} }}", variables
 

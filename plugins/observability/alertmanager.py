@@ -1,10 +1,15 @@
 """Alertmanager's v2 API, as the plugin reads and writes it, and alert matchers: a component's
 alerts are those whose ``service`` label is its name, unless its ``atrium.dev/alert-selector``
-annotation gives other matchers (``service="checkout", env=~"prod|canary"``)."""
+annotation gives other matchers (``service="checkout", env=~"prod|canary"``).
+
+A silence's id is the one value from a client that goes into a URL's path: it is held to
+Alertmanager's own form (a UUID) first (``silence_id``), so that nothing a client types turns
+into another path (``../alerts``), a query or a URL httpx refuses."""
 
 from __future__ import annotations
 
 import re
+import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, Final
@@ -13,10 +18,34 @@ import httpx
 
 from plugins.observability.prometheus import Unavailable
 
-__all__ = ["SELECTOR_ANNOTATION", "Alertmanager", "Matcher", "matchers_of", "parse_selector"]
+__all__ = [
+    "SELECTOR_ANNOTATION",
+    "Alertmanager",
+    "Matcher",
+    "SilenceNotFound",
+    "matchers_of",
+    "parse_selector",
+    "silence_id",
+]
 
 SELECTOR_ANNOTATION: Final = "atrium.dev/alert-selector"
 _MATCHER: Final = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|!=|!~|=)\s*"((?:[^"\\]|\\.)*)"\s*')
+# Alertmanager's ids as it writes them (canonical UUIDs), in either case.
+_SILENCE_ID: Final = re.compile(
+    r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE
+)
+
+
+class SilenceNotFound(LookupError):
+    """Alertmanager holds no silence of that id."""
+
+
+def silence_id(text: str) -> str:
+    """``text`` as Alertmanager writes silence ids (a UUID, lowercase); ValueError if it is
+    not one."""
+    if _SILENCE_ID.fullmatch(text) is None:
+        raise ValueError("a silence id is a UUID, as Alertmanager gives it")
+    return str(uuid.UUID(text))
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,7 +144,14 @@ class Alertmanager:
             raise Unavailable("alertmanager", f"HTTP {answer.status_code}: {answer.text[:200]}")
         return str(answer.json()["silenceID"])
 
-    async def expire_silence(self, silence_id: str) -> None:
-        answer = await self._call("DELETE", f"/api/v2/silence/{silence_id}")
+    async def expire_silence(self, silence: str) -> None:
+        """Expire a silence now: ValueError when its id is not a UUID (nothing is sent),
+        SilenceNotFound when Alertmanager has no such silence."""
+        answer = await self._call("DELETE", f"/api/v2/silence/{silence_id(silence)}")
+        # Alertmanager 0.25 answers an unknown id with a 500 saying so; later ones with a 404.
+        if answer.status_code == 404 or (
+            answer.status_code == 500 and "not found" in answer.text.lower()
+        ):
+            raise SilenceNotFound(silence)
         if answer.status_code != 200:
             raise Unavailable("alertmanager", f"HTTP {answer.status_code}: {answer.text[:200]}")

@@ -1,5 +1,7 @@
 """Alerts and silences: a component's and a team's active alerts from Alertmanager, and
-silences its owners create (limited to its own alerts) and expire, audited."""
+silences its owners create (limited to its own alerts) and expire, audited. A silence is named
+by Alertmanager's id, a UUID: anything else is the client's mistake (BAD_USER_INPUT), said
+before any request, and an id Alertmanager does not know is NOT_FOUND."""
 
 from __future__ import annotations
 
@@ -25,7 +27,7 @@ from graph.plugin import (
     strawberry,
     viewer_may_change,
 )
-from plugins.observability.alertmanager import Matcher, matchers_of
+from plugins.observability.alertmanager import Matcher, SilenceNotFound, matchers_of, silence_id
 from plugins.observability.fields import PinAppParent, observability_of
 from plugins.observability.metrics import pods_pattern
 from plugins.observability.prometheus import Unavailable
@@ -192,12 +194,14 @@ class SilenceOwner:
     admin_only = False
 
     async def target(self, info: Info, arguments: dict[str, Any]) -> Target:
-        silence_id = str(arguments["id"])
+        # An id that is not one names no target: the client's mistake, said (and audited)
+        # before anything else.
+        silence = _silence_id(str(arguments["id"]))
         ref = await info.context.db.fetchval(
-            "select entity_ref from observability_silences where id = $1", silence_id
+            "select entity_ref from observability_silences where id = $1", silence
         )
         owner = await entity_owner(info.context, ref) if ref else None
-        return Target(f"silence:{silence_id}", owner, state={"entity": ref})
+        return Target(f"silence:{silence}", owner, state={"entity": ref})
 
     async def snapshot(self, info: Info, target: Target) -> dict[str, Any] | None:
         return None
@@ -261,8 +265,18 @@ class SilenceMutation:
     )
     async def expire_silence(self, info: Info, id: str) -> bool:
         backend = observability_of(info)
+        silence = _silence_id(id)
         try:
-            await backend.alerts_backend().expire_silence(id)
+            await backend.alerts_backend().expire_silence(silence)
+        except SilenceNotFound:
+            raise UserError(f"alertmanager has no silence {silence}", "NOT_FOUND") from None
         except Unavailable as exc:
             raise UserError(str(exc), "UNAVAILABLE") from None
         return True
+
+
+def _silence_id(text: str) -> str:
+    try:
+        return silence_id(text)
+    except ValueError as exc:
+        raise UserError(f"id: {exc}") from None

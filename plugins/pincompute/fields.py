@@ -17,6 +17,7 @@ from plugins.pincompute.details import (
     check_log_bounds,
 )
 from plugins.pincompute.logs import follow_workload, needle_of, pod_names
+from plugins.pincompute.names import InvalidName, check_label, check_subdomain
 from plugins.pincompute.store import Key, ObjectStore, StoredObject, normalise_ref
 from plugins.pincompute.types import PinApp, PinScaler, compute_of
 
@@ -259,6 +260,7 @@ class ComputeQuery:
         timestamps: bool = False,
     ) -> PodLogs:
         _check_log_range(tail_lines, since_seconds)
+        _check_pod(namespace, pod, container)
         try:
             text = await compute_of(info).pod_log(
                 cluster,
@@ -273,6 +275,17 @@ class ComputeQuery:
         except ComputeError as exc:
             raise UserError(str(exc), "UNAVAILABLE") from exc
         return PodLogs(pod=pod, container=container, text=text)
+
+
+def _check_pod(namespace: str, pod: str, container: str | None) -> None:
+    """The names of a pod's log, before they go into the cluster's URL (``names``)."""
+    try:
+        check_label("namespace", namespace)
+        check_subdomain("pod", pod)
+        if container is not None:
+            check_label("container", container)
+    except InvalidName as exc:
+        raise UserError(str(exc)) from None
 
 
 def _check_log_range(tail_lines: int | None, since_seconds: int | None) -> None:
@@ -300,6 +313,7 @@ class ComputeSubscription:
         tail_lines: int | None = 10,
     ) -> AsyncGenerator[str, None]:
         _check_log_range(tail_lines, None)
+        _check_pod(namespace, pod, container)
         try:
             async for line in compute_of(info).follow_log(
                 cluster, namespace, pod, container=container, tail_lines=tail_lines

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from functools import cache
 from pathlib import Path
 from typing import Any, Final
@@ -14,6 +13,7 @@ from graph.plugin import InvalidYaml, load_yaml
 from plugins.pincompute.compute import PINAPP, PINSCALER, Compute
 from plugins.pincompute.informer import GROUP, VERSION
 from plugins.pincompute.model import cpu_millis, memory_bytes, requested
+from plugins.pincompute.names import is_label, is_subdomain
 from plugins.pincompute.settings import Quota
 from plugins.pincompute.store import ENTITY_ANNOTATION, Key
 
@@ -28,8 +28,6 @@ __all__ = [
 ]
 
 CRDS: Final = Path(__file__).parent / "crds"
-_DNS_LABEL: Final = re.compile(r"^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$")
-_DNS_NAME: Final = re.compile(r"^[a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?$")
 
 
 class ManifestError(Exception):
@@ -94,9 +92,10 @@ def parse_manifest(text: str) -> dict[str, Any]:
         problems.append("metadata: is required")
         metadata = {}
     name, namespace = metadata.get("name"), metadata.get("namespace")
-    if not isinstance(name, str) or not _DNS_NAME.match(name):
+    # Both go into the cluster's URLs (``plugins.pincompute.names``).
+    if not isinstance(name, str) or not is_subdomain(name):
         problems.append("metadata.name: must be a lowercase DNS name")
-    if not isinstance(namespace, str) or not _DNS_LABEL.match(namespace):
+    if not isinstance(namespace, str) or not is_label(namespace):
         problems.append("metadata.namespace: must be a lowercase DNS label")
     # Kubernetes keeps labels and annotations as strings; it would refuse anything else, and
     # the refusal would read as the cluster failing.

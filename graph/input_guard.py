@@ -5,7 +5,7 @@ would otherwise reach SQL somewhere (a search, a filter, the audit log) and fail
 internal error. Checked once per operation, after validation: the document's string literals
 once per document (remembered by its text), the variables each time. The answer is one
 ``BAD_USER_INPUT`` error naming the argument or variable, and no ``data`` (HTTP 400 under
-``application/graphql-response+json``).
+``application/graphql-response+json``; over a websocket, a subscription's one ``next``).
 
 A refused mutation is still an attempt: each of its root fields is written to the audit log
 (outcome ``failed``, with the arguments spelled out), under the action its ``Authorize`` names.
@@ -79,9 +79,12 @@ class InputGuard(SchemaExtension):
         operation = get_operation_ast(document, context.operation_name)
         if operation is not None and operation.operation is OperationType.MUTATION:
             await _audit_refusal(context.schema._schema, operation, context, problem)
-        context.result = ExecutionResult(
-            None, [GraphQLError(problem, extensions={"code": "BAD_USER_INPUT"})]
-        )
+        refusal = GraphQLError(problem, extensions={"code": "BAD_USER_INPUT"})
+        if operation is not None and operation.operation is OperationType.SUBSCRIPTION:
+            # Strawberry subscribes whatever result an extension set; what on_execute raises
+            # becomes the subscription's one answer instead.
+            raise refusal
+        context.result = ExecutionResult(None, [refusal])
         yield
 
     def _problem(

@@ -346,6 +346,7 @@ def subscriptions(services: Services) -> Any:
     and viewer as HTTP requests, and the same documents: a persisted hash runs what it names,
     and in production only trusted documents run. A client too slow for what it is sent is
     closed with 1013 (``graph.ws_outbox``)."""
+    from graphql import GraphQLSyntaxError, parse
     from strawberry.asgi import GraphQL
     from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
     from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
@@ -376,6 +377,17 @@ def subscriptions(services: Services) -> Any:
                         message, {"message": str(exc), "extensions": {"code": "UNAVAILABLE"}}
                     )
                     return
+                if document.text:
+                    # Strawberry's parser cache raises a syntax error out of the operation's
+                    # task (the client would see the operation complete, and no error).
+                    try:
+                        parse(document.text)
+                    except GraphQLSyntaxError as exc:
+                        await self._refuse(
+                            message,
+                            {**exc.formatted, "extensions": {"code": "GRAPHQL_PARSE_FAILED"}},
+                        )
+                        return
                 message = {**message, "payload": {**payload, "query": document.text}}
             await super().handle_subscribe(message)
 

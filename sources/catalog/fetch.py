@@ -115,6 +115,8 @@ class Fetcher:
                 raise Unreadable(f"could not connect: {exc or type(exc).__name__}") from None
             except httpx.HTTPError as exc:
                 raise Unreadable(f"could not be read: {exc or type(exc).__name__}") from None
+            except httpx.InvalidURL as exc:  # control characters and the like, or a redirect's
+                raise Unreadable(f"is no URL that can be read: {exc}") from None
         raise Unreadable(f"redirected more than {_MAX_REDIRECTS} times")
 
 

@@ -212,7 +212,8 @@ class Deliverer:
                     status = response.status_code
         except TimeoutError:
             return f"no answer within {timeout:g} s"
-        except httpx.HTTPError as exc:
+        except (httpx.HTTPError, httpx.InvalidURL) as exc:
+            # InvalidURL: a hook stored before its URL was held to what the client accepts.
             why = str(exc) or type(exc).__name__
             return f"could not be reached: {why}"[:_ERROR_CHARS]
         if 200 <= status < 300:

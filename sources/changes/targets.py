@@ -22,6 +22,8 @@ from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_add
 from typing import Final, TypeAlias
 from urllib.parse import urlsplit
 
+import httpx
+
 from sources.errors import ChangeHookError
 
 __all__ = ["IPAddress", "IPNetwork", "Target", "check_url", "resolve_target"]
@@ -63,7 +65,10 @@ def check_url(url: str) -> tuple[str, str, int]:
     try:
         parts = urlsplit(url.strip())
         port = parts.port
-    except ValueError as exc:
+        # What the delivery's client will be given: it refuses what urlsplit lets through
+        # (control characters, spaces in the host).
+        httpx.URL(url.strip())
+    except (ValueError, httpx.InvalidURL) as exc:
         raise ChangeHookError(f"url: {exc}") from None
     if parts.scheme not in _DEFAULT_PORTS:
         raise ChangeHookError("url: only http and https URLs can receive change events")

@@ -99,6 +99,8 @@ async def test_only_admins_may_see_or_change_hooks(make_client: AppFactory) -> N
         ({"url": "http://169.254.169.254/latest/meta-data/"}, "not a public address"),
         ({"url": "http://10.0.0.5/events"}, "not a public address"),
         ({"url": "gopher://127.0.0.1/"}, "only http and https"),
+        ({"url": "http://8.8.8.8/\x18events"}, "url: Invalid non-printable ASCII character"),
+        ({"url": "http://8.8.8.8/a\x7fb"}, "url: Invalid non-printable ASCII character"),
         ({"secret": "short"}, "secret: 16 to 1000 characters"),
         ({"kinds": ["widget"]}, "unknown kind"),
         ({"kinds": []}, "name at least one kind"),

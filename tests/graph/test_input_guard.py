@@ -9,7 +9,7 @@ import base64
 import orjson
 import pytest
 
-from tests.conftest import Client
+from tests.conftest import AppFactory, Client
 
 GQL = "application/graphql-response+json"
 
@@ -38,6 +38,29 @@ async def test_a_nul_in_a_variable_names_the_variable(demo_client: Client) -> No
     )
     assert response.status_code == 400
     assert response.json()["errors"][0]["message"].startswith("variable $f holds a NUL")
+
+
+async def test_a_subscription_holding_a_nul_or_a_lone_surrogate_is_refused_alike(
+    make_client: AppFactory,
+) -> None:
+    from plugins.deployments import plugin as deployments
+
+    client = await make_client(plugins=[deployments])
+    document = "subscription($c: String!) { componentDeploys(component: $c) { id } }"
+    async with client.websocket() as ws:
+        literal = 'subscription { componentDeploys(component: "check\\u0000out") { id } }'
+        await ws.subscribe("literal", literal)
+        await ws.subscribe("variable", document, {"c": "check\ud800out"})
+        answers = await ws.settle(["literal", "variable"])
+    for name, why in (
+        ("literal", "argument component of componentDeploys holds a NUL"),
+        ("variable", "variable $c holds a lone surrogate"),
+    ):
+        first, ended = answers[name]
+        [error] = first["payload"]["errors"]
+        assert error["extensions"]["code"] == "BAD_USER_INPUT", error
+        assert error["message"].startswith(why), error
+        assert ended["type"] == "complete"
 
 
 async def test_a_refused_mutation_is_audited_with_its_arguments_spelled_out(

@@ -85,3 +85,18 @@ async def test_an_unknown_hash_is_persisted_query_not_found(make_client: AppFact
         assert missed["payload"][0]["extensions"]["code"] == "PERSISTED_QUERY_NOT_FOUND"
         wrong = await subscribe(ws, "2", {"query": TAIL, "extensions": by_hash(OTHER)})
         assert wrong["payload"][0]["message"] == "provided sha does not match query"
+
+
+async def test_a_document_that_does_not_parse_is_an_error_and_the_connection_goes_on(
+    make_client: AppFactory,
+) -> None:
+    client = await make_client(plugins=[PinComputePlugin(ComputeSettings())])
+    async with served(client) as ws:
+        broken = await subscribe(ws, "1", {"query": 'subscription("x": String!) { a }'})
+        assert broken["type"] == "error", broken
+        [error] = broken["payload"]
+        assert error["extensions"]["code"] == "GRAPHQL_PARSE_FAILED"
+        assert error["message"].startswith("Syntax Error") and error["locations"], error
+        # The same connection runs the next operation (no cluster here: it ends at once).
+        ran = await subscribe(ws, "2", {"query": TAIL})
+        assert ran["type"] in ("next", "complete"), ran

@@ -296,6 +296,24 @@ async def test_the_target_is_checked_again_before_each_delivery(
     assert hook is not None and "not a public address" in (hook.last_error or "")
 
 
+async def test_a_stored_url_the_client_cannot_send_to_is_a_failure_said_not_a_crash(
+    db: Database, receiver: Receiver
+) -> None:
+    # Stored as a hook from before URLs were held to what the client accepts.
+    hook_id = await create_hook(
+        db, SecretBox(None), url=receiver.url + "\x18", secret=SECRET, kinds=None, created_by="t"
+    )
+    await import_components(db, ["checkout"], "first")
+    deliverer = Deliverer(db, POLICY, SecretBox(None))
+    try:
+        assert await deliverer.deliver_due() == 0
+    finally:
+        await deliverer.aclose()
+    hook = await get_hook(db, hook_id)
+    assert hook is not None and "non-printable" in (hook.last_error or ""), hook
+    assert await pending(db) == 1  # kept, to be delivered once the URL is mended
+
+
 async def test_an_answer_slower_than_the_timeout_is_a_failure_retried(
     db: Database, receiver: Receiver
 ) -> None:

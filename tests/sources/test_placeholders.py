@@ -232,6 +232,7 @@ def test_urls_on_allowed_hosts(tmp_path: Path, http: Served) -> None:
         "slow": f"$text: {http.url}/slow",
         "localhost": f"$text: http://localhost:{http.port}/cats.yaml",
         "unreachable": f"$text: http://127.0.0.1:{free_port()}/cats.yaml",
+        "control": f'$text: "{http.url}/cats\\x18.yaml"',  # YAML's escape: a control character
     }
     root = tree(
         tmp_path, {f"{n}.yaml": API.format(name=n, placeholder=p) for n, p in cases.items()}
@@ -257,6 +258,7 @@ def test_urls_on_allowed_hosts(tmp_path: Path, http: Served) -> None:
     assert "did not answer within 3 s" in reasons["slow"]
     assert "reading from localhost is not allowed" in reasons["localhost"]
     assert "could not connect" in reasons["unreachable"]
+    assert "is no URL that can be read: Invalid non-printable" in reasons["control"]
     assert http.count("/big") == 1  # refused by its Content-Length, read no further
 
 

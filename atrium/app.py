@@ -15,6 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, PlainTextResponse, Response
 from starlette.routing import Route, WebSocketRoute
 
+from atrium.database import database_url
 from atrium.drain import Drain, closing
 from graph.assembly import assemble, core_plugins, discover_plugins
 from graph.auth.identity import connect_identity
@@ -33,7 +34,7 @@ from graph.types import Receive, Scope, Send
 from graph.view import graphql_http, subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
-from sources.db import Database, counted_as_job, embedded_database_url
+from sources.db import Database, counted_as_job
 from sources.errors import DatabaseUnavailable, MigrationError
 from sources.jobs import claim_run
 from sources.migrations import apply_migrations, pending_migrations
@@ -196,12 +197,6 @@ def served_app() -> Starlette:
     services: Services = app.state.services
     Drain(services, services.settings.shutdown_grace).install()
     return app
-
-
-async def database_url(settings: Settings) -> str:
-    if settings.database_url:
-        return settings.database_url
-    return await asyncio.to_thread(embedded_database_url, settings.data_dir)
 
 
 def _caches(settings: Settings) -> Caches:

@@ -12,14 +12,18 @@ import socket
 import sys
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from atrium.cli_db import prepare
 from atrium.cli_lookup import add_lookup_commands
 from atrium.cli_ops import persisted_load, sync_ldap, token_create, token_list, token_revoke
 from atrium.cli_plugins import add_plugins_command
 from atrium.cli_schema import add_schema_commands
-from graph.settings import KEEP_ALIVE_TIMEOUT, Settings
+
+if TYPE_CHECKING:
+    # Imported by main() once a command is to run: --help and a wrong argument answer
+    # without it (importing the settings is most of their start-up).
+    from graph.settings import Settings
 
 __all__ = ["main", "uvicorn_options"]
 
@@ -33,6 +37,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.print_help()
         return 2
     from graph.logs import configure_logging
+    from graph.settings import Settings
 
     settings = Settings()
     configure_logging(settings.log_level)
@@ -222,14 +227,19 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     return 0
 
 
-def uvicorn_options(keep_alive: int = KEEP_ALIVE_TIMEOUT) -> dict[str, Any]:
+def uvicorn_options(keep_alive: int | None = None) -> dict[str, Any]:
     """How every Atrium server runs uvicorn: uvloop's event loop and httptools' HTTP parser
     (the pure-Python fallbacks serve a third as many requests), through Atrium's protocol,
     which sends the hot answers itself (``atrium.http_protocol``; uvicorn's own for any other
     app), Atrium's JSON logs instead of uvicorn's, Atrium's access log (with the GraphQL
     operation) instead of uvicorn's, idle keep-alive connections kept ``keep_alive``
     seconds (uvicorn's 5 s races a balancer's reuse of its idle connections), and websockets
-    compressed with less memory each, closed at once when too slow (``atrium.ws_protocol``)."""
+    compressed with less memory each, closed at once when too slow (``atrium.ws_protocol``).
+    ``keep_alive`` is ATRIUM_KEEP_ALIVE_TIMEOUT's default unless given."""
+    if keep_alive is None:
+        from graph.settings import KEEP_ALIVE_TIMEOUT
+
+        keep_alive = KEEP_ALIVE_TIMEOUT
     return {
         "loop": "uvloop",
         "http": "atrium.http_protocol:http_protocol",

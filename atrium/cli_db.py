@@ -5,9 +5,10 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graph.settings import Settings
+if TYPE_CHECKING:
+    from graph.settings import Settings
 
 __all__ = ["DEMO_PATH", "prepare", "with_database"]
 
@@ -19,7 +20,7 @@ DEMO_PATH = Path(__file__).resolve().parent / "demo"
 async def prepare(settings: Settings, *, demo: bool, quiet: bool = False) -> str:
     """Resolve the database, migrate it, and load the demo organisation if asked and empty.
     ``quiet`` leaves the telling to the logs (each migration is logged as it is applied)."""
-    from atrium.app import database_url
+    from atrium.database import database_url
     from graph.assembly import assemble, core_plugins, discover_plugins
     from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch

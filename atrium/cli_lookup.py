@@ -13,7 +13,6 @@ import sys
 from collections.abc import Iterator
 from typing import Any, Final
 
-import httpx
 import orjson
 
 __all__ = ["add_lookup_commands"]
@@ -170,6 +169,8 @@ def _run(args: argparse.Namespace, answer: Any, lines: Any) -> int:
 
 def _ask(args: argparse.Namespace, query: str, variables: dict[str, Any]) -> dict[str, Any]:
     """The data of one query; Refused with the API's own words when there is none."""
+    import httpx
+
     url = (args.url or os.environ.get("ATRIUM_URL") or DEFAULT_URL).rstrip("/")
     token = args.token or os.environ.get("ATRIUM_TOKEN")
     headers = {"accept": "application/json"}

@@ -5,10 +5,12 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from atrium.cli_db import prepare, with_database
-from graph.settings import Settings
+
+if TYPE_CHECKING:
+    from graph.settings import Settings
 
 __all__ = ["persisted_load", "sync_ldap", "token_create", "token_list", "token_revoke"]
 

@@ -8,11 +8,12 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from graph.settings import Settings
+if TYPE_CHECKING:
+    from graph.settings import Settings
 
 __all__ = ["add_plugins_command"]
 

@@ -6,9 +6,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from graph.settings import Settings
+if TYPE_CHECKING:
+    from graph.settings import Settings
 
 __all__ = ["add_schema_commands"]
 

@@ -94,6 +94,7 @@ query EntityOnCall($ref: String!) {
 """
 
 Install = Callable[..., Path]
+Printed = subprocess.CompletedProcess[str]
 
 
 @pytest.fixture(scope="module")
@@ -152,13 +153,25 @@ def run(
     )
 
 
-def test_a_third_party_plugin_leaves_atriums_schema_alone(released: Path) -> None:
+@pytest.fixture(scope="module")
+def served(released: Path) -> Printed:
+    """``atrium schema print --installed`` with the release installed, which two tests read."""
+    return run("schema", "print", "--installed", site=released)
+
+
+@pytest.fixture(scope="module")
+def fragment(released: Path) -> Printed:
+    """``atrium schema print --plugin oncall`` of the release: what its author commits, which
+    a test reads and the gate's tests check against (``committed``)."""
+    return run("schema", "print", "--plugin", "oncall", site=released)
+
+
+def test_a_third_party_plugin_leaves_atriums_schema_alone(released: Path, served: Printed) -> None:
     printed = run("schema", "print", site=released)
     assert printed.returncode == 0, printed.stderr
     assert printed.stdout == (ROOT / "schema.graphql").read_text(encoding="utf-8")
     assert "onCall" not in printed.stdout
     # As served, with every installed plugin, it is there.
-    served = run("schema", "print", "--installed", site=released)
     assert served.returncode == 0, served.stderr
     assert "onCall: OnCall" in served.stdout and "onCallRotations: [OnCall!]!" in served.stdout
 
@@ -195,21 +208,22 @@ def test_atriums_own_tests_pass_with_the_plugin_installed(released: Path, tmp_pa
     assert " passed" in result.stdout and "failed" not in result.stdout
 
 
-def test_the_plugins_fragment_is_what_it_adds(released: Path) -> None:
-    printed = run("schema", "print", "--plugin", "oncall", site=released)
-    assert printed.returncode == 0, printed.stderr
-    fragment = printed.stdout
-    assert '"""Who answers pages for a component now."""\ntype OnCall {' in fragment
-    assert "extend type Component {\n" in fragment and "onCall: OnCall" in fragment
-    assert "extend type Query {\n  onCallRotations: [OnCall!]!\n}" in fragment
-    assert "enum Tier {\n  PRIMARY\n  SECONDARY\n}" in fragment
+def test_the_plugins_fragment_is_what_it_adds(
+    released: Path, fragment: Printed, served: Printed
+) -> None:
+    assert fragment.returncode == 0, fragment.stderr
+    added = fragment.stdout
+    assert '"""Who answers pages for a component now."""\ntype OnCall {' in added
+    assert "extend type Component {\n" in added and "onCall: OnCall" in added
+    assert "extend type Query {\n  onCallRotations: [OnCall!]!\n}" in added
+    assert "enum Tier {\n  PRIMARY\n  SECONDARY\n}" in added
     # Nothing of Atrium's own, and it extends Atrium's schema as committed.
-    assert "type Component implements" not in fragment and "ownerRef" not in fragment
+    assert "type Component implements" not in added and "ownerRef" not in added
     atrium = (ROOT / "schema.graphql").read_text(encoding="utf-8")
-    served = run("schema", "print", "--installed", site=released).stdout
-    rebuilt = build_schema(f"{atrium}\n{fragment}")
-    assert not find_breaking_changes(rebuilt, build_schema(served))
-    assert not find_breaking_changes(build_schema(served), rebuilt)
+    assert served.returncode == 0, served.stderr
+    rebuilt = build_schema(f"{atrium}\n{added}")
+    assert not find_breaking_changes(rebuilt, build_schema(served.stdout))
+    assert not find_breaking_changes(build_schema(served.stdout), rebuilt)
 
     missing = run("schema", "print", "--plugin", "pager", site=released)
     assert missing.returncode == 1
@@ -217,12 +231,11 @@ def test_the_plugins_fragment_is_what_it_adds(released: Path) -> None:
 
 
 @pytest.fixture(scope="module")
-def committed(released: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def committed(fragment: Printed, tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The plugin's committed fragment and console operation, as of its release."""
     folder = tmp_path_factory.mktemp("oncall-repo")
-    printed = run("schema", "print", "--plugin", "oncall", site=released)
-    assert printed.returncode == 0, printed.stderr
-    (folder / "schema.graphql").write_text(printed.stdout, encoding="utf-8")
+    assert fragment.returncode == 0, fragment.stderr
+    (folder / "schema.graphql").write_text(fragment.stdout, encoding="utf-8")
     (folder / "operations").mkdir()
     (folder / "operations" / "EntityOnCall.graphql").write_text(OPERATION, encoding="utf-8")
     return folder

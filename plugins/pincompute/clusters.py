@@ -8,8 +8,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio import config as kube_config
-from kubernetes_asyncio.client import ApiClient, CoreV1Api, CustomObjectsApi
+import plugins.pincompute.kube as kube
 
 __all__ = ["Cluster", "ClusterHealth", "connect_clusters"]
 
@@ -34,7 +33,7 @@ class ClusterHealth:
 @dataclass(slots=True)
 class Cluster:
     name: str
-    client: ApiClient
+    client: kube.ApiClient
     health: ClusterHealth = field(default_factory=ClusterHealth)
     expected_kinds: frozenset[str] = frozenset()
     synced_kinds: set[str] = field(default_factory=set)
@@ -48,11 +47,11 @@ class Cluster:
     # know neither _content_type nor the raw responses of _preload_content=False.
     @property
     def custom(self) -> Any:
-        return CustomObjectsApi(self.client)
+        return kube.CustomObjectsApi(self.client)
 
     @property
     def core(self) -> Any:
-        return CoreV1Api(self.client)
+        return kube.CoreV1Api(self.client)
 
     @property
     def problem(self) -> str | None:
@@ -75,7 +74,7 @@ async def connect_clusters(kubeconfigs: list[dict[str, Any]]) -> AsyncIterator[l
                 name = context["name"]
                 if any(c.name == name for c in clusters):
                     raise ValueError(f"two clusters are named {name}")
-                client = await kube_config.new_client_from_config_dict(kubeconfig, context=name)
+                client = await kube.config.new_client_from_config_dict(kubeconfig, context=name)
                 clusters.append(Cluster(name, client))
         yield clusters
     finally:

@@ -10,8 +10,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
+import plugins.pincompute.kube as kube
 from graph.plugin import Fanout
 from plugins.pincompute.clusters import Cluster, connect_clusters
 from plugins.pincompute.informer import GROUP, VERSION, Informer, Resource
@@ -110,7 +109,7 @@ class Compute:
                     field_selector=f"involvedObject.namespace={namespace}",
                     _request_timeout=self._timeout(),
                 )
-        except (TimeoutError, ApiException, OSError) as exc:
+        except (TimeoutError, kube.ApiException, OSError) as exc:
             raise ComputeError(
                 f"cluster {cluster}: listing {kind} in {namespace} failed: {_why(exc)}"
             ) from exc
@@ -148,7 +147,7 @@ class Compute:
                 return raw.decode("utf-8", errors="replace")
             finally:
                 response.release()
-        except (TimeoutError, ApiException, OSError) as exc:
+        except (TimeoutError, kube.ApiException, OSError) as exc:
             raise ComputeError(
                 f"cluster {cluster}: reading the log of {namespace}/{pod} failed: {_why(exc)}"
             ) from exc
@@ -175,7 +174,7 @@ class Compute:
                 _preload_content=False,
                 _request_timeout=(self.settings.compute_request_timeout, None),
             )
-        except (TimeoutError, ApiException, OSError) as exc:
+        except (TimeoutError, kube.ApiException, OSError) as exc:
             raise ComputeError(
                 f"cluster {cluster}: following the log of {namespace}/{pod} failed: {_why(exc)}"
             ) from exc
@@ -183,7 +182,7 @@ class Compute:
             if response.status >= 300:
                 try:
                     _check_status(response.status, await response.read())
-                except ApiException as exc:
+                except kube.ApiException as exc:
                     raise ComputeError(
                         f"cluster {cluster}: following the log of {namespace}/{pod} failed: "
                         f"{_why(exc)}"
@@ -206,7 +205,7 @@ class Compute:
                 _content_type=MERGE_PATCH,
                 _request_timeout=self._timeout(),
             )
-        except (TimeoutError, ApiException, OSError) as exc:
+        except (TimeoutError, kube.ApiException, OSError) as exc:
             what = f"patching {kind} {key.namespace}/{key.name}"
             raise ComputeError(f"cluster {key.cluster}: {what} failed: {_why(exc)}") from exc
         # The watch will bring it too; storing it now lets the caller read its own write.
@@ -219,7 +218,7 @@ class Compute:
             created = await self.cluster(cluster).custom.create_namespaced_custom_object(
                 GROUP, VERSION, namespace, resource.plural, body, _request_timeout=self._timeout()
             )
-        except (TimeoutError, ApiException, OSError) as exc:
+        except (TimeoutError, kube.ApiException, OSError) as exc:
             what = f"creating {kind} {namespace}/{body['metadata']['name']}"
             raise ComputeError(f"cluster {cluster}: {what} failed: {_why(exc)}") from exc
         return self.store(kind).upsert(cluster, created).body
@@ -232,11 +231,11 @@ def _check_status(status: int, body: bytes) -> None:
         text = body.decode("utf-8", errors="replace")
         with contextlib.suppress(ValueError, AttributeError):
             text = str(json.loads(text).get("message") or text)
-        raise ApiException(status=status, reason=text[:500])
+        raise kube.ApiException(status=status, reason=text[:500])
 
 
 def _why(exc: BaseException) -> str:
-    if isinstance(exc, ApiException):
+    if isinstance(exc, kube.ApiException):
         return f"{exc.status} {exc.reason}".strip()
     if isinstance(exc, asyncio.TimeoutError):
         return "timed out"

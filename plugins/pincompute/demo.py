@@ -196,7 +196,9 @@ async def _serve(catalog: Path, url: list[str], ready: threading.Event) -> None:
     log_route << {"Content-Type": "text/plain"} << serve_log
 
     async with emulator:
-        server = aiohttp.web.Server(emulator, access_log=None)  # no line per request
+        # No line per request. A watch whose client went away ends then, as on a real API
+        # server, instead of holding the stop up for the shutdown's whole second below.
+        server = aiohttp.web.Server(emulator, access_log=None, handler_cancellation=True)
         listener = await asyncio.get_running_loop().create_server(server, "127.0.0.1", 0)
         port = listener.sockets[0].getsockname()[1]
         base = f"http://127.0.0.1:{port}"

@@ -16,9 +16,7 @@ import random
 from dataclasses import dataclass
 from typing import Any
 
-from kubernetes_asyncio import watch
-from kubernetes_asyncio.client.exceptions import ApiException
-
+import plugins.pincompute.kube as kube
 from plugins.pincompute.clusters import Cluster
 from plugins.pincompute.store import ObjectStore
 
@@ -131,18 +129,18 @@ class Informer:
 
     async def _watch(self, version: str) -> str:
         """One watch, until the server ends it; returns the version to continue from."""
-        async with watch.Watch() as stream:
+        async with kube.watch.Watch() as stream:
             try:
                 async for event in self._events(stream, version):
                     version = self._apply(event, version)
-            except ApiException as exc:
+            except kube.ApiException as exc:
                 if exc.status == 410:
                     raise Gone from exc
                 raise
         self.cluster.health.ok()
         return version
 
-    def _events(self, stream: watch.Watch, version: str) -> Any:
+    def _events(self, stream: kube.watch.Watch, version: str) -> Any:
         return stream.stream(
             self._list_function(),
             **self._list_arguments(),
@@ -173,7 +171,7 @@ class Informer:
 
 
 def _describe(exc: BaseException) -> str:
-    if isinstance(exc, ApiException):
+    if isinstance(exc, kube.ApiException):
         if exc.status == 410:
             return "410 Gone"
         return f"{exc.status} {exc.reason}".strip()

@@ -24,8 +24,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from kubernetes_asyncio.client.exceptions import ApiException
-
+import plugins.pincompute.kube as kube
 from graph.plugin import Context, UserError, entity_owner, viewer_may_change
 from plugins.pincompute.compute import PINAPP, Compute, ComputeError
 from plugins.pincompute.store import Key, StoredObject
@@ -113,7 +112,7 @@ class Workloads:
             body = await self._compute.merge_patch(PINAPP.kind, key, patch)
         except ComputeError as exc:
             cause = exc.__cause__
-            if isinstance(cause, ApiException) and cause.status == 409:
+            if isinstance(cause, kube.ApiException) and cause.status == 409:
                 raise UserError(f"PinApp {key} changed meanwhile: {exc}", "CONFLICT") from exc
             raise UserError(str(exc), "UNAVAILABLE") from exc
         metadata = body.get("metadata") or {}

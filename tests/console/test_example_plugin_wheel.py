@@ -1,8 +1,9 @@
 """The example plugin (examples/plugins/oncall) as its authors get it: Atrium built as a wheel
-and installed with the plugin into a fresh virtual environment, no checkout on the path; the
-plugin's own tests pass there on Atrium's installed test kit, and `atrium serve --demo` from
-that environment shows its panel, server-rendered then hydrated in place, with the console's
-build (web/dist) used as it is and left untouched."""
+(the session's, tests/artifacts.py, built as the image builds it) and installed with the
+plugin into a fresh virtual environment, no checkout on the path; the plugin's own tests pass
+there on Atrium's installed test kit, and `atrium serve --demo` from that environment shows
+its panel, server-rendered then hydrated in place, with the console's build (web/dist) used
+as it is and left untouched."""
 
 from __future__ import annotations
 
@@ -20,13 +21,12 @@ import httpx
 import pytest
 from playwright.async_api import Browser
 
+from tests import artifacts
 from tests.conftest import ROOT
 from tests.console.browser import console_page
 from tests.console.server import WEB_DIST, Served, build_digest, empty_database
 
 EXAMPLE = ROOT / "examples" / "plugins" / "oncall"
-# What Atrium's wheel is built from (pyproject.toml's packages, and the README it names).
-PACKAGES = ("atrium", "graph", "resolvers", "loaders", "sources", "plugins", "migrations", "ssr")
 PAGE = "/catalog/default/component/checkout"
 READY_WITHIN = 90.0
 # The server's panel node, kept before any module runs; React's first render comes later.
@@ -65,47 +65,20 @@ def _copy(source: Path, target: Path) -> None:
 @pytest.fixture(scope="module")
 def venv(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """A fresh virtual environment with Atrium's wheel (and its test extra) and the example
-    plugin installed by pip, as a plugin's author installs them; built from copies, so the
-    checkout gains no build folders."""
+    plugin installed by pip, as a plugin's author installs them; both built from copies, so
+    the checkout gains no build folders."""
     work = tmp_path_factory.mktemp("wheel")
-    source = work / "atrium-src"
-    source.mkdir()
-    for package in PACKAGES:
-        _copy(ROOT / package, source / package)
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy(ROOT / name, source / name)
+    wheel = artifacts.atrium_wheel(tmp_path_factory)
     python = sys.executable
-    _run(
-        [
-            python,
-            "-m",
-            "pip",
-            "wheel",
-            "-q",
-            "--no-deps",
-            "--no-build-isolation",
-            "--no-index",
-            "-w",
-            str(work / "wheels"),
-            str(source),
-        ],
-        work,
-    )
-    (wheel,) = (work / "wheels").glob("atrium-*.whl")
-    _run([python, "-m", "venv", str(work / "venv")], work)
-    bin_ = work / "venv" / "bin"
-    _run(
-        [str(bin_ / "python"), "-m", "pip", "install", "-q", f"{wheel}[test]"],
-        work,
-        _clean_env(),
-    )
+    # Nothing in it but what pip installs below: the pip these tests run with installs into
+    # it (--python), not the interpreter's bundled one `python -m venv` would put there, which
+    # may be years older and takes twice as long to resolve Atrium's dependencies.
+    _run([python, "-m", "venv", "--without-pip", str(work / "venv")], work)
+    pip = [python, "-m", "pip", "--python", str(work / "venv" / "bin" / "python"), "install"]
+    _run([*pip, "-q", f"{wheel}[test]"], work, _clean_env())
     plugin = work / "oncall"
     _copy(EXAMPLE, plugin)
-    _run(
-        [str(bin_ / "python"), "-m", "pip", "install", "-q", "--no-build-isolation", str(plugin)],
-        work,
-        _clean_env(),
-    )
+    _run([*pip, "-q", "--no-build-isolation", str(plugin)], work, _clean_env())
     yield work
     shutil.rmtree(work, ignore_errors=True)
 
@@ -146,6 +119,10 @@ def test_the_examples_own_tests_pass_on_the_installed_test_kit(venv: Path) -> No
             "-q",
             "-p",
             "no:cacheprovider",
+            # Its own temporary root: a session that starts makes pytest's shared one private
+            # again, under the feet of embedded databases other tests run.
+            "--basetemp",
+            str(venv / "pytest"),
         ],
         plugin,
         _clean_env(),

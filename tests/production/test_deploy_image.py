@@ -1,6 +1,7 @@
 """The image of deploy/Dockerfile, made without Docker: each stage's COPY lines done into a
 directory standing for its filesystem, and the scripts its RUN lines run, run with the same
-words (the console's build, the wheel, the runtime's virtual environment). Then the installed
+words (the console's build, the wheel, the runtime's virtual environment; the wheel stage is
+the session's, tests/artifacts.py, which other modules install too). Then the installed
 `atrium`, in the image's environment and nothing of this checkout, migrates an empty
 database, imports a catalog and serves: ready, a console page, a persisted query."""
 
@@ -24,11 +25,12 @@ import orjson
 import pytest
 
 from sources.persisted import document_hash
+from tests import artifacts
+from tests.artifacts import BUILD_TIMEOUT, outside_this_checkout
 from tests.conftest import ROOT, _admin, _with_database
 from tests.production import dockerfile
 from tests.production.deploy_manifests import the
 
-BUILD_TIMEOUT = 600  # seconds, a bound on a stuck build, not a measure
 CATALOG = """\
 apiVersion: backstage.io/v1alpha1
 kind: Group
@@ -62,7 +64,7 @@ class Image:
             key: ":".join(self._mapped(part) for part in value.split(":"))
             for key, value in self.runtime.env().items()
         }
-        return _outside_this_checkout() | mapped
+        return outside_this_checkout() | mapped
 
     def _mapped(self, part: str) -> str:
         if part == "$PATH":
@@ -86,21 +88,17 @@ class Image:
         return wheel
 
 
-def _outside_this_checkout() -> dict[str, str]:
-    """This process's environment without what would lead a program to this checkout's code
-    or settings."""
-    dropped = ("PYTHONPATH", "VIRTUAL_ENV", "PYTHONHOME")
-    return {k: v for k, v in os.environ.items() if k not in dropped and not k.startswith("ATRIUM_")}
-
-
 @pytest.fixture(scope="module")
 def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
-    """The three stages, the console's build running beside the others."""
+    """The three stages, the console's build running beside the others; the wheel stage
+    built once a session for every module that installs Atrium's wheel."""
     base = tmp_path_factory.mktemp("image")
     stages = dockerfile.stages()
     roots = {name: base / name for name in stages}
-    # The scripts pick their interpreter from PYTHON: the one these tests run on.
-    env = _outside_this_checkout() | {"PYTHON": sys.executable}
+    # The scripts pick their interpreter from PYTHON: the one these tests run on. npm ci
+    # installs what web/package-lock.json pins (each version and its integrity), taking what
+    # npm's cache holds without asking the registry again whether its metadata is current.
+    env = outside_this_checkout() | {"PYTHON": sys.executable, "npm_config_prefer_offline": "true"}
     running: dict[str, list[subprocess.Popen[str]]] = {name: [] for name in stages}
 
     def built(name: str) -> None:
@@ -110,6 +108,9 @@ def image(tmp_path_factory: pytest.TempPathFactory) -> Image:
 
     try:
         for name, stage in stages.items():
+            if name == artifacts.WHEEL_STAGE:  # its steps, replayed as below, run once a session
+                roots[name] = artifacts.wheel_stage(tmp_path_factory)
+                continue
             for cwd, words in dockerfile.replay(stage, roots[name], roots, built):
                 running[name].append(
                     subprocess.Popen(

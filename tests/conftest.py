@@ -6,6 +6,7 @@ the database, the demo organisation) stays here."""
 
 from __future__ import annotations
 
+import tempfile
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
@@ -50,6 +51,15 @@ def cache_prefix() -> str:
 def template_db(atrium_template_database: str) -> str:
     """A migrated database that each test's database is copied from."""
     return atrium_template_database
+
+
+@pytest.fixture
+def embedded_home() -> Iterator[Path]:
+    """A working directory for a server on the embedded PostgreSQL (under its ``.atrium/``),
+    outside pytest's temporary root: pgserver's postgres runs as a user of its own, and every
+    pytest session that starts makes that root private to its owner again."""
+    with tempfile.TemporaryDirectory(prefix="atrium-embedded-") as home:
+        yield Path(home)
 
 
 @pytest.fixture

@@ -98,7 +98,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
+def test_serve_demo_on_the_embedded_database(embedded_home: Path) -> None:
     """What `make run` does: no database configured, an embedded one under ./.atrium."""
     import time
 
@@ -107,7 +107,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     env["ATRIUM_SHUTDOWN_GRACE"] = "0"  # no balancer to leave: SIGTERM stops it at once
     process = subprocess.Popen(
         [sys.executable, "-m", "atrium.cli", "serve", "--demo", "--port", str(port)],
-        cwd=tmp_path,
+        cwd=embedded_home,
         env=env,
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
@@ -129,7 +129,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
         entity = body["data"]["entity"]
         assert entity["owner"]["ref"] == "group:default/checkout-team"
         assert entity["dependencies"] and entity["providesApis"]
-        assert (tmp_path / ".atrium" / "pgdata" / "PG_VERSION").exists()
+        assert (embedded_home / ".atrium" / "pgdata" / "PG_VERSION").exists()
         # The demo's emulated cluster, with a workload for each of the demo's services.
         workloads = "{ clusters { name synced healthy } pinApps(first: 1) { totalCount } }"
         while True:
@@ -141,7 +141,9 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
             time.sleep(0.2)
         assert data["clusters"] == [{"name": "demo (emulated)", "synced": True, "healthy": True}]
         assert data["pinApps"]["totalCount"] > 20
-        kubeconfig = yaml.safe_load((tmp_path / ".atrium" / "demo-kubeconfig.yaml").read_text())
+        kubeconfig = yaml.safe_load(
+            (embedded_home / ".atrium" / "demo-kubeconfig.yaml").read_text()
+        )
         cluster_url = kubeconfig["clusters"][0]["cluster"]["server"]
         assert httpx.get(f"{cluster_url}/api/v1/pods").status_code == 200
         # The demo's Prometheus and Alertmanager: a service's metrics and its firing alert.
@@ -187,7 +189,7 @@ def test_serve_demo_on_the_embedded_database(tmp_path: Path) -> None:
     assert all(message.startswith(expected) for message in said), output
     # Stopping the server stops the embedded PostgreSQL it started, the demo's cluster, its
     # Prometheus and its Alertmanager.
-    assert not (tmp_path / ".atrium" / "pgdata" / "postmaster.pid").exists()
+    assert not (embedded_home / ".atrium" / "pgdata" / "postmaster.pid").exists()
     with pytest.raises(httpx.TransportError):
         httpx.get(f"{cluster_url}/api/v1/pods")
     for backend in ("prometheus", "alertmanager"):

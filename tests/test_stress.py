@@ -33,7 +33,12 @@ def round_report(tmp_path: Path, number: int) -> Path:
     (tmp_path / "test_sample.py").write_text(TESTS)
     report = tmp_path / f"round-{number}.xml"
     subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", f"--junitxml={report}"],
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider"),
+            f"--junitxml={report}",
+            # Its own temporary root: a session that starts makes pytest's shared one private.
+            *("--basetemp", str(tmp_path / f"pytest-{number}")),
+        ],
         cwd=tmp_path,
         env={**os.environ, "ROUND": str(number)},
         capture_output=True,

@@ -278,7 +278,12 @@ def test_a_plugin_package_tests_itself_with_the_kit_alone(tmp_path: Path) -> Non
     )
     assert found.returncode != 0 and "No module named 'tests'" in found.stderr, found
     ran = subprocess.run(
-        [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"],
+        # A temporary root of its own: a session that starts makes pytest's shared one
+        # private again, under the feet of embedded databases other tests run.
+        [
+            *(sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-p", "no:randomly"),
+            *("--basetemp", str(package.parent / "pytest")),
+        ],
         cwd=package,
         env=env,
         capture_output=True,

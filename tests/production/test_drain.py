@@ -207,11 +207,11 @@ async def test_several_workers_drain_together(
 
 
 async def test_an_embedded_database_is_stopped_after_the_drain(
-    stopped: list[Replica], tmp_path: Path
+    stopped: list[Replica], embedded_home: Path
 ) -> None:
     env = {"ATRIUM_SHUTDOWN_GRACE": "0.5", "ATRIUM_WEB_DIR": "/nonexistent-console-build"}
-    replica = await started(stopped, env, tmp_path)
-    postmaster = tmp_path / ".atrium" / "pgdata" / "postmaster.pid"
+    replica = await started(stopped, env, embedded_home)
+    postmaster = embedded_home / ".atrium" / "pgdata" / "postmaster.pid"
     assert postmaster.exists()
     assert await replica.stop() == 0
     assert not postmaster.exists()

@@ -101,8 +101,9 @@ async def test_followers_of_a_workload_read_each_pod_once(
         follows = client.services.extras["pincompute"].follows
         sockets = [await _follow(url) for _ in range(4)]
         try:
+            # Every follower on both pods' upstreams before a line is written.
             await eventually(
-                lambda: _true(follows.subscribers(("east", "shop", "checkout-b")) == 4)
+                lambda: _true(all(follows.subscribers(("east", "shop", pod)) == 4 for pod in logs))
             )
             logs["checkout-a"].write("a1\n")
             logs["checkout-b"].write("b1\n")

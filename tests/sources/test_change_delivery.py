@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import ssl
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import replace
@@ -336,11 +335,9 @@ async def test_https_verifies_the_host_name_though_the_address_was_pinned(
     db: Database, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, named: str
 ) -> None:
     ca = trustme.CA()
-    server = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    ca.issue_cert(named).configure_cert(server)
     ca.cert_pem.write_to_path(str(tmp_path / "ca.pem"))
     monkeypatch.setenv("SSL_CERT_FILE", str(tmp_path / "ca.pem"))  # httpx trusts it then
-    receiver = Receiver(host="localhost", tls=server)
+    receiver = Receiver(host="localhost", tls=ca.issue_cert(named))
     await receiver.start()
     hook_id = await register(db, receiver)
     await import_components(db, ["checkout"], "first")

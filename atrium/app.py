@@ -31,7 +31,8 @@ from graph.provided import ServiceDirectory
 from graph.services import Services
 from graph.settings import Settings
 from graph.types import Receive, Scope, Send
-from graph.view import graphql_http, subscriptions
+from graph.view import graphql_http
+from graph.view_ws import subscriptions
 from loaders.cache import Caches
 from loaders.responses import ResponseCache
 from sources.db import Database, counted_as_job

@@ -14,7 +14,7 @@ it in the window it took a few dozen; the window and memory settings now only si
 message allocates while it is compressed. uvicorn's options cannot set any of this, hence this
 class, named by ``atrium.cli.uvicorn_options``.
 
-**Closing a slow consumer.** ``graph.view`` closes a subscription's connection when its client
+**Closing a slow consumer.** ``graph.view_ws`` closes a subscription's connection when its client
 falls too far behind. uvicorn's own close waits, like every send, until the socket takes
 writes again, which a client that reads nothing never lets happen. ``close_now`` (in the
 scope's ``extensions`` under ``graph.ws_outbox.CLOSE_NOW``) puts the close frame behind what

@@ -10,7 +10,7 @@ every subscriber's sink takes it; a joining subscriber is first given the upstre
 Nothing the upstream publishes waits for a subscriber. A sink that refuses an item (``False``:
 its bounded queue is full) is dropped from the fan-out and the others go on. ``Mailbox`` is the
 usual sink: a bounded queue read with ``async for``, which raises ``SubscriberTooSlow`` once it
-overflowed, so that the subscription ends and its connection is closed (``graph.view``).
+overflowed, so that the subscription ends and its connection is closed (``graph.view_ws``).
 """
 
 from __future__ import annotations

@@ -67,13 +67,12 @@ from graph.http_output import (
 from graph.persisted import Document, PersistedQueryMiss
 from graph.services import Services
 from graph.types import Receive, Scope, Send
-from graph.ws_outbox import Outbox
 from loaders import responses as kept_answers
 from loaders.responses import CachedAnswer, etag_of, shared_answer_key, viewer_answer_key
 from sources.auth import Viewer
 from sources.errors import DatabaseUnavailable, NotAuthenticated
 
-__all__ = ["graphql_http", "run_in_process", "subscriptions"]
+__all__ = ["graphql_http", "run_in_process"]
 
 log = logging.getLogger("atrium.http")
 
@@ -339,73 +338,3 @@ async def _ide(scope: Scope, receive: Receive, send: Send, services: Services) -
         raise HTTPError(406, f"use Accept: {GRAPHQL_RESPONSE} or {JSON}")
     page = HTMLResponse(get_graphql_ide_html(graphql_ide="graphiql"))
     await page(scope, receive, send)
-
-
-def subscriptions(services: Services) -> Any:
-    """Subscriptions over websockets (the graphql-transport-ws protocol), with the same context
-    and viewer as HTTP requests, and the same documents: a persisted hash runs what it names,
-    and in production only trusted documents run. A client too slow for what it is sent is
-    closed with 1013 (``graph.ws_outbox``)."""
-    from graphql import GraphQLSyntaxError, parse
-    from strawberry.asgi import GraphQL
-    from strawberry.subscriptions import GRAPHQL_TRANSPORT_WS_PROTOCOL
-    from strawberry.subscriptions.protocols.graphql_transport_ws.handlers import (
-        BaseGraphQLTransportWSHandler,
-    )
-    from strawberry.subscriptions.protocols.graphql_transport_ws.types import ErrorMessage
-
-    class PersistedSubscriptions(Outbox, BaseGraphQLTransportWSHandler[Context, None]):
-        outbox_limit = services.settings.subscription_queue
-
-        async def handle_subscribe(self, message: Any) -> None:
-            payload = message.get("payload") or {}
-            if self.connection_acknowledged and message.get("id") not in self.operations:
-                try:
-                    document = await services.persisted.document(
-                        services.database, payload.get("query"), payload.get("extensions")
-                    )
-                except PersistedQueryMiss as miss:
-                    await self._refuse(message, miss.error)
-                    return
-                except HTTPError as exc:
-                    await self._refuse(
-                        message, {"message": exc.message, "extensions": {"code": exc.code}}
-                    )
-                    return
-                except DatabaseUnavailable as exc:
-                    await self._refuse(
-                        message, {"message": str(exc), "extensions": {"code": "UNAVAILABLE"}}
-                    )
-                    return
-                if document.text:
-                    # Strawberry's parser cache raises a syntax error out of the operation's
-                    # task (the client would see the operation complete, and no error).
-                    try:
-                        parse(document.text)
-                    except GraphQLSyntaxError as exc:
-                        await self._refuse(
-                            message,
-                            {**exc.formatted, "extensions": {"code": "GRAPHQL_PARSE_FAILED"}},
-                        )
-                        return
-                message = {**message, "payload": {**payload, "query": document.text}}
-            await super().handle_subscribe(message)
-
-        async def _refuse(self, message: Any, error: Any) -> None:
-            refusal: ErrorMessage = {"id": message["id"], "type": "error", "payload": [error]}
-            await self.send_message(refusal)
-
-    class SubscriptionView(GraphQL):
-        # Strawberry types the handler's context as None too.
-        graphql_transport_ws_handler_class = PersistedSubscriptions  # type: ignore[assignment]
-
-        # Strawberry types the context as None by default; ours is the Context dataclass.
-        async def get_context(self, request: Any, response: Any = None) -> Context:  # type: ignore[override]
-            return await services.context(request)
-
-    assert services.assembly.schema is not None
-    return SubscriptionView(
-        services.assembly.schema,
-        subscription_protocols=(GRAPHQL_TRANSPORT_WS_PROTOCOL,),
-        graphql_ide=None,
-    )

@@ -141,6 +141,8 @@ def create_app(
                     asyncio.create_task(_repeat(job, services), name=job.name)
                     for job in assembly.jobs
                 ]
+                # Each worker of `atrium serve --workers N` says so once it can serve.
+                log.info("ready", extra={"pid": os.getpid()})
                 try:
                     yield
                 finally:

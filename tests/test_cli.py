@@ -184,7 +184,7 @@ def test_serve_demo_on_the_embedded_database(embedded_home: Path) -> None:
         "demo metrics and alerts serving",
         "demo metrics history written",
     )
-    routine = ("applied migration", "graphql request", "demo started", "stopping now")
+    routine = ("applied migration", "graphql request", "demo started", "ready", "stopping now")
     said = [entry["message"] for entry in logs if entry["message"] not in routine]
     assert all(message.startswith(expected) for message in said), output
     # Stopping the server stops the embedded PostgreSQL it started, the demo's cluster, its

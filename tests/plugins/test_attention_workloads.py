@@ -209,6 +209,9 @@ async def test_workloads_short_of_ready_replicas(make_client: AppFactory, tmp_pa
             return all(c["synced"] for c in body["data"]["clusters"])
 
         await eventually(synced)
+        # Listed, then watching: from here on the informers send nothing more.
+        await east.wait_for_watches("pinapps")
+        await east.wait_for_watches("pinscalers")
         sent = len(east.requests)
         found = await attention(client, "alice")
         assert len(east.requests) == sent  # the stores answered, not the cluster

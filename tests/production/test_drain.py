@@ -41,6 +41,14 @@ async def started(
     replicas.append(replica)
     await replica.start()
     await replica.ready()
+    # Every worker, not only the first to answer: a worker still starting when the signal
+    # comes has nothing to drain.
+    workers = int(args[args.index("--workers") + 1]) if "--workers" in args else 1
+    for _ in range(600):
+        if replica.log_text().count('"message":"ready"') >= workers:
+            break
+        await asyncio.sleep(0.05)
+    assert replica.log_text().count('"message":"ready"') >= workers, replica.log_text()
     return replica
 
 

@@ -14,10 +14,13 @@ kubeconfig, over TCP, with its own timeouts. Three layers, each for a reason:
 * `_Relay`, a TCP relay in front of the emulator, is what the cluster's URL points at: network
   faults (`go_dark`, `stop`) are made there, without touching the emulator or its state.
 
-Each cluster is served on an event loop of its own (the test kit's `LoopThread`), not on the
-test's: the test's loop stands still between tests and while a test blocks, and a client in
-another process (`atrium serve` in a console test) would then see the cluster stop answering.
-`Cluster`'s methods may be called from any thread or loop: they do their work on the cluster's.
+A cluster that a client in another process talks to (`atrium serve` in a console test) is served
+on an event loop of its own (`own_loop=True`, the test kit's `LoopThread`): the test's loop
+stands still between tests and while a test blocks, and that client would then see the cluster
+stop answering. One that only the test's own app talks to stays on the test's loop: both stand
+still together, and neither waits for the other's turn at the interpreter's lock (on a thread,
+under load, the app's requests to it timed out). `Cluster`'s methods may be called from any
+thread or loop: they do their work on the cluster's.
 
 The emulator checks little of what a client sends: label and field selectors, `limit`,
 `resourceVersion` preconditions and patch content types are all ignored. Tests assert what the
@@ -250,6 +253,11 @@ P = ParamSpec("P")
 T = TypeVar("T")
 
 
+def _on(thread: LoopThread | None, function: Callable[..., T], *args: Any) -> T:
+    """``function(*args)`` on the cluster's loop: ``thread``'s, or the caller's own."""
+    return function(*args) if thread is None else thread.call(function, *args)
+
+
 def _on_cluster_loop(
     method: Callable[P, Coroutine[Any, Any, T]],
 ) -> Callable[P, Awaitable[T]]:
@@ -259,6 +267,8 @@ def _on_cluster_loop(
     async def hop(*args: P.args, **kwargs: P.kwargs) -> T:
         cluster = args[0]
         assert isinstance(cluster, Cluster)
+        if cluster._thread is None:
+            return await method(*args, **kwargs)
         return await cluster._thread.run(method(*args, **kwargs))
 
     return hop
@@ -278,10 +288,11 @@ class Cluster:
         relay: _Relay,
         session: aiohttp.ClientSession,
         resources: Iterable[Resource],
-        thread: LoopThread,
+        thread: LoopThread | None,
     ) -> None:
         self.name = name
-        self._thread = thread  # the loop the emulator, the relay and the session live on
+        # The loop the emulator, the relay and the session live on, unless the test's own.
+        self._thread = thread
         self.emulator = emulator  # kmock's DSL for anything the harness does not cover
         self._relay = relay
         self._session = session  # bound to the emulator's own port
@@ -300,17 +311,17 @@ class Cluster:
     @property
     def requests(self) -> list[SentRequest]:
         """Every request the clients sent, in order, as sent (the harness's own are left out)."""
-        return self._thread.call(list, self.emulator.sent)
+        return _on(self._thread, list, self.emulator.sent)
 
     @property
     def resource_version(self) -> str:
         """The latest resourceVersion the emulator stamped (one per write, deletes included)."""
-        return str(self._thread.call(lambda: self.emulator.last_resource_version))
+        return str(_on(self._thread, lambda: self.emulator.last_resource_version))
 
     @property
     def errors(self) -> list[Exception]:
         """What the emulator raised while serving (404s included): a first look when a test fails."""
-        return self._thread.call(list, self.emulator.errors)
+        return _on(self._thread, list, self.emulator.errors)
 
     def kubeconfig_context(self) -> dict[str, Any]:
         """This cluster's entries for a kubeconfig: a cluster, a user with a token, a context."""
@@ -330,7 +341,7 @@ class Cluster:
 
     def objects(self, plural: str) -> list[dict[str, Any]]:
         """The current (not deleted) objects of a resource in every namespace, as copies."""
-        return self._thread.call(self._objects, plural)
+        return _on(self._thread, self._objects, plural)
 
     def _objects(self, plural: str) -> list[dict[str, Any]]:
         key = self.resource(plural).key
@@ -342,7 +353,7 @@ class Cluster:
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One current object as a copy, or None if it does not exist (or was deleted)."""
-        return self._thread.call(self._get, plural, namespace, name)
+        return _on(self._thread, self._get, plural, namespace, name)
 
     def _get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         key = (self.resource(plural).key, namespace, name)
@@ -419,7 +430,7 @@ class Cluster:
         response with the Status as its body. Each call arms one more shot.
         """
         shot = _GoneShot(self.resource(plural), namespace, as_http_status)
-        self._thread.call(self._gone_shots.append, shot)
+        _on(self._thread, self._gone_shots.append, shot)
 
     def _gone_due(self, as_http_status: bool) -> Callable[[kmock.Request], bool]:
         # A kmock criterion: it must not change state (kmock re-runs it over past requests).
@@ -446,7 +457,7 @@ class Cluster:
             self._logs[namespace, pod] = log
             return log
 
-        return ScriptedLog(self._thread.call(script), self._thread)
+        return ScriptedLog(_on(self._thread, script), self._thread)
 
     def _serve_log(self, request: kmock.Request) -> kmock.Payload:
         log = self._logs.get((request.namespace or "", request.name or ""))
@@ -493,13 +504,13 @@ class ScriptedLog:
     """A pod's scripted log, written from the test: each write reaches its followers on the
     cluster's loop (a `PodLog` is the loop's, its followers' queues too)."""
 
-    def __init__(self, log: PodLog, thread: LoopThread) -> None:
+    def __init__(self, log: PodLog, thread: LoopThread | None) -> None:
         self._log = log
         self._thread = thread
 
     @property
     def text(self) -> str:
-        return self._thread.call(lambda: self._log.text)
+        return _on(self._thread, lambda: self._log.text)
 
     @property
     def finished(self) -> bool:
@@ -507,11 +518,11 @@ class ScriptedLog:
 
     def write(self, text: str, *, at: float | None = None) -> None:
         """Append lines, written now (or at the Unix time ``at``)."""
-        self._thread.call(functools.partial(self._log.write, text, at=at))
+        _on(self._thread, functools.partial(self._log.write, text, at=at))
 
     def finish(self) -> None:
         """End the log, as when the container exits: followed streams end."""
-        self._thread.call(self._log.finish)
+        _on(self._thread, self._log.finish)
 
 
 def _script_reactions(
@@ -539,10 +550,14 @@ def _script_reactions(
 
 @contextlib.asynccontextmanager
 async def start_cluster(
-    name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES
+    name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_loop: bool = False
 ) -> AsyncIterator[Cluster]:
-    """Run one emulated cluster on 127.0.0.1 (free ports), on an event loop of its own, for
-    the duration of the block."""
+    """Run one emulated cluster on 127.0.0.1 (free ports) for the duration of the block: on an
+    event loop of its own when another process talks to it (``own_loop``), else on the test's."""
+    if not own_loop:
+        async with _served(name, tuple(resources), None) as cluster:
+            yield cluster
+        return
     with LoopThread(f"cluster {name}") as thread:
         async with thread.enter(_served(name, tuple(resources), thread)) as cluster:
             yield cluster
@@ -550,9 +565,10 @@ async def start_cluster(
 
 @contextlib.asynccontextmanager
 async def _served(
-    name: str, resources: tuple[Resource, ...], thread: LoopThread
+    name: str, resources: tuple[Resource, ...], thread: LoopThread | None
 ) -> AsyncIterator[Cluster]:
-    """The cluster's emulator, relay and harness session, on the running loop (``thread``'s)."""
+    """The cluster's emulator, relay and harness session, on the running loop (``thread``'s,
+    when given)."""
     async with contextlib.AsyncExitStack() as stack:
         emulator = _BridgedEmulator()
         register(emulator, resources)
@@ -588,13 +604,15 @@ async def _served(
 
 @contextlib.asynccontextmanager
 async def start_clusters(
-    *names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES
+    *names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_loop: bool = False
 ) -> AsyncIterator[tuple[Cluster, ...]]:
     """Several clusters at once, stopped together (in reverse order) at the end of the block."""
     async with contextlib.AsyncExitStack() as stack:
         yield tuple(
             [
-                await stack.enter_async_context(start_cluster(name, resources=resources))
+                await stack.enter_async_context(
+                    start_cluster(name, resources=resources, own_loop=own_loop)
+                )
                 for name in names
             ]
         )

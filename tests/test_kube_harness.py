@@ -6,6 +6,8 @@ Two emulated clusters, one kubeconfig, one ApiClient per context, real HTTP on 1
 from __future__ import annotations
 
 import asyncio
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Awaitable
 from typing import Any, TypeVar
@@ -28,9 +30,11 @@ def pinapp(name: str, **spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-@pytest.fixture
-async def clusters() -> AsyncIterator[tuple[Cluster, Cluster]]:
-    async with start_clusters("east", "west") as (east, west):
+@pytest.fixture(params=[False, True], ids=["test-loop", "own-loop"])
+async def clusters(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Cluster, Cluster]]:
+    """The clusters on the test's loop, and on loops of their own (what the harness does is
+    the same either way)."""
+    async with start_clusters("east", "west", own_loop=request.param) as (east, west):
         yield east, west
 
 
@@ -483,3 +487,23 @@ async def test_a_stopped_cluster_refuses_at_once_and_resumes_on_the_same_url(
         GROUP, VERSION, NS, "pinapps"
     )
     assert [item["metadata"]["name"] for item in listing["items"]] == ["a"]
+
+
+LIST = """
+import sys, urllib.request
+request = urllib.request.Request(sys.argv[1], headers={"Authorization": "Bearer token-east"})
+print(urllib.request.urlopen(request, timeout=5).status)
+"""
+
+
+async def test_a_cluster_on_its_own_loop_answers_another_process_while_the_test_blocks() -> None:
+    async with start_clusters("east", own_loop=True) as (east,):
+        await east.put("pinapps", NS, pinapp("web", replicas=1))
+        url = f"{east.url}/apis/{GROUP}/{VERSION}/namespaces/{NS}/pinapps"
+        # Blocking on purpose: this thread and its event loop wait for the other process.
+        done = subprocess.run(  # noqa: ASYNC221
+            [sys.executable, "-c", LIST, url], capture_output=True, text=True, timeout=60
+        )
+        assert done.stdout.strip() == "200", done.stderr
+        [sent] = east.requests
+        assert sent.method == "GET" and sent.path.endswith("/pinapps")

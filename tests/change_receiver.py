@@ -131,8 +131,10 @@ class Receiver:
     async def start(self) -> None:
         ours, theirs = _PROCESSES.Pipe()
         tls = self.tls.private_key_and_cert_chain_pem.bytes() if self.tls else None
+        # What the test scripted while it was down holds from the first request on.
+        initial = (self.script.waiting, self._then, self.holding)
         process = _PROCESSES.Process(
-            target=_serve, args=(theirs, self.host, self.port, tls), daemon=True
+            target=_serve, args=(theirs, self.host, self.port, tls, initial), daemon=True
         )
         await asyncio.to_thread(process.start)
         theirs.close()
@@ -141,11 +143,7 @@ class Receiver:
             raise AssertionError(f"the receiver on port {self.port} did not start")
         ours.recv()  # started: listening
         self._process, self._pipe, self._first = process, ours, len(self._received)
-        self._command("then", self._then)
-        self._command("script", self.script.waiting)
         self.script.waiting = []
-        if self.holding:
-            self._command("hold")
 
     async def stop(self) -> None:
         self.release()
@@ -191,17 +189,24 @@ async def eventually(check: Callable[[], Awaitable[bool]], what: str, within: fl
 # --- In the receiver's own process. ------------------------------------------------------------
 
 
-def _serve(pipe: Connection, host: str, port: int, tls: bytes | None) -> None:
-    asyncio.run(_Server(pipe).run(host, port, tls))
+def _serve(
+    pipe: Connection,
+    host: str,
+    port: int,
+    tls: bytes | None,
+    initial: tuple[list[Answer], Answer, bool],
+) -> None:
+    asyncio.run(_Server(pipe, *initial).run(host, port, tls))
 
 
 class _Server:
-    def __init__(self, pipe: Connection) -> None:
+    def __init__(self, pipe: Connection, script: list[Answer], then: Answer, hold: bool) -> None:
         self.pipe = pipe
-        self.script: list[Answer] = []
-        self.then = Answer()
+        self.script = list(script)
+        self.then = then
         self.released = asyncio.Event()
-        self.released.set()
+        if not hold:
+            self.released.set()
         self.records: list[tuple[str, str, str, bytes]] = []
         self.statuses: list[int | None] = []
         self.stopped = asyncio.Event()

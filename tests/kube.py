@@ -14,13 +14,13 @@ kubeconfig, over TCP, with its own timeouts. Three layers, each for a reason:
 * `_Relay`, a TCP relay in front of the emulator, is what the cluster's URL points at: network
   faults (`go_dark`, `stop`) are made there, without touching the emulator or its state.
 
-A cluster that a client in another process talks to (`atrium serve` in a console test) is served
-on an event loop of its own (`own_loop=True`, the test kit's `LoopThread`): the test's loop
-stands still between tests and while a test blocks, and that client would then see the cluster
-stop answering. One that only the test's own app talks to stays on the test's loop: both stand
-still together, and neither waits for the other's turn at the interpreter's lock (on a thread,
-under load, the app's requests to it timed out). `Cluster`'s methods may be called from any
-thread or loop: they do their work on the cluster's.
+A cluster that only the test's own app talks to runs on the test's event loop: both stand still
+together when the test blocks. One that a client in another process talks to (`atrium serve` in
+a console test) would then stop answering it, between tests and while a test blocks:
+`start_cluster(..., own_process=True)` serves it from a process of its own instead, driven
+through a pipe (`tests/kube_process.py`), with the same methods. (On a thread of the test's
+process, it waited for the interpreter lock behind the test's own work, and under load its
+answers came later than the server's timeout.)
 
 The emulator checks little of what a client sends: label and field selectors, `limit`,
 `resourceVersion` preconditions and patch content types are all ignored. Tests assert what the
@@ -32,11 +32,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import copy
-import functools
 import json
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine, Iterable, Mapping
+from collections.abc import AsyncIterator, Callable, Iterable, Mapping
 from dataclasses import dataclass
-from typing import Any, ParamSpec, TypeVar
+from typing import Any
 
 import aiohttp
 import aiohttp.test_utils
@@ -47,7 +46,6 @@ from kubernetes_asyncio import config as kube_config
 from kubernetes_asyncio.client import ApiClient
 from multidict import CIMultiDict, CIMultiDictProxy
 
-from atrium.testing.loops import LoopThread
 from plugins.pincompute.emulator import (
     DEFAULT_RESOURCES,
     PODS,
@@ -249,31 +247,6 @@ class _Relay:
             await writer.wait_closed()
 
 
-P = ParamSpec("P")
-T = TypeVar("T")
-
-
-def _on(thread: LoopThread | None, function: Callable[..., T], *args: Any) -> T:
-    """``function(*args)`` on the cluster's loop: ``thread``'s, or the caller's own."""
-    return function(*args) if thread is None else thread.call(function, *args)
-
-
-def _on_cluster_loop(
-    method: Callable[P, Coroutine[Any, Any, T]],
-) -> Callable[P, Awaitable[T]]:
-    """A `Cluster` coroutine method, run on the cluster's own loop whoever awaits it."""
-
-    @functools.wraps(method)
-    async def hop(*args: P.args, **kwargs: P.kwargs) -> T:
-        cluster = args[0]
-        assert isinstance(cluster, Cluster)
-        if cluster._thread is None:
-            return await method(*args, **kwargs)
-        return await cluster._thread.run(method(*args, **kwargs))
-
-    return hop
-
-
 class KubeHarnessError(RuntimeError):
     """A harness write that the emulator refused: the test set up something impossible."""
 
@@ -288,11 +261,8 @@ class Cluster:
         relay: _Relay,
         session: aiohttp.ClientSession,
         resources: Iterable[Resource],
-        thread: LoopThread | None,
     ) -> None:
         self.name = name
-        # The loop the emulator, the relay and the session live on, unless the test's own.
-        self._thread = thread
         self.emulator = emulator  # kmock's DSL for anything the harness does not cover
         self._relay = relay
         self._session = session  # bound to the emulator's own port
@@ -311,17 +281,17 @@ class Cluster:
     @property
     def requests(self) -> list[SentRequest]:
         """Every request the clients sent, in order, as sent (the harness's own are left out)."""
-        return _on(self._thread, list, self.emulator.sent)
+        return self.emulator.sent
 
     @property
     def resource_version(self) -> str:
         """The latest resourceVersion the emulator stamped (one per write, deletes included)."""
-        return str(_on(self._thread, lambda: self.emulator.last_resource_version))
+        return str(self.emulator.last_resource_version)
 
     @property
     def errors(self) -> list[Exception]:
         """What the emulator raised while serving (404s included): a first look when a test fails."""
-        return _on(self._thread, list, self.emulator.errors)
+        return self.emulator.errors
 
     def kubeconfig_context(self) -> dict[str, Any]:
         """This cluster's entries for a kubeconfig: a cluster, a user with a token, a context."""
@@ -341,9 +311,6 @@ class Cluster:
 
     def objects(self, plural: str) -> list[dict[str, Any]]:
         """The current (not deleted) objects of a resource in every namespace, as copies."""
-        return _on(self._thread, self._objects, plural)
-
-    def _objects(self, plural: str) -> list[dict[str, Any]]:
         key = self.resource(plural).key
         return [
             copy.deepcopy(obj.raw)
@@ -353,15 +320,11 @@ class Cluster:
 
     def get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         """One current object as a copy, or None if it does not exist (or was deleted)."""
-        return _on(self._thread, self._get, plural, namespace, name)
-
-    def _get(self, plural: str, namespace: str | None, name: str) -> dict[str, Any] | None:
         key = (self.resource(plural).key, namespace, name)
         if key not in self.emulator.objects or self.emulator.objects[key].deleted:
             return None
         return copy.deepcopy(self.emulator.objects[key].raw)
 
-    @_on_cluster_loop
     async def put(
         self, plural: str, namespace: str | None, obj: Mapping[str, Any]
     ) -> dict[str, Any]:
@@ -379,7 +342,7 @@ class Cluster:
         metadata = body.setdefault("metadata", {})
         if resource.namespaced:
             metadata.setdefault("namespace", namespace)
-        current = self._get(plural, namespace, metadata["name"])
+        current = self.get(plural, namespace, metadata["name"])
         if current is None:
             return await self._send("POST", resource.path(namespace), body)
         current_metadata = current.get("metadata", {})
@@ -388,14 +351,12 @@ class Cluster:
         patch = _merge_patch_between(current, body)
         return await self._send("PATCH", resource.path(namespace, metadata["name"]), patch)
 
-    @_on_cluster_loop
     async def modify(
         self, plural: str, namespace: str | None, name: str, patch: Mapping[str, Any]
     ) -> dict[str, Any]:
         """Merge-patch an existing object (a MODIFIED event); None in the patch removes a key."""
         return await self._send("PATCH", self.resource(plural).path(namespace, name), dict(patch))
 
-    @_on_cluster_loop
     async def delete(self, plural: str, namespace: str | None, name: str) -> dict[str, Any]:
         """Delete an object (a DELETED event; with finalizers, a MODIFIED deletionTimestamp)."""
         return await self._send("DELETE", self.resource(plural).path(namespace, name))
@@ -411,7 +372,6 @@ class Cluster:
 
     # --- Scripted behaviour. -------------------------------------------------------------------
 
-    @_on_cluster_loop
     async def wait_for_watches(self, plural: str, count: int = 1) -> None:
         """Wait until `count` watches of `plural` are open, so that a change is seen live.
 
@@ -429,8 +389,7 @@ class Cluster:
         event carrying a 410 Status, then the end of the stream. With `as_http_status`, an HTTP 410
         response with the Status as its body. Each call arms one more shot.
         """
-        shot = _GoneShot(self.resource(plural), namespace, as_http_status)
-        _on(self._thread, self._gone_shots.append, shot)
+        self._gone_shots.append(_GoneShot(self.resource(plural), namespace, as_http_status))
 
     def _gone_due(self, as_http_status: bool) -> Callable[[kmock.Request], bool]:
         # A kmock criterion: it must not change state (kmock re-runs it over past requests).
@@ -449,15 +408,11 @@ class Cluster:
 
     def pod_log(
         self, namespace: str, pod: str, text: str = "", *, finished: bool = False
-    ) -> ScriptedLog:
+    ) -> PodLog:
         """Script the log of a pod (pods/log), replacing any earlier one; write to it later."""
-
-        def script() -> PodLog:
-            log = PodLog(text, finished=finished)
-            self._logs[namespace, pod] = log
-            return log
-
-        return ScriptedLog(_on(self._thread, script), self._thread)
+        log = PodLog(text, finished=finished)
+        self._logs[namespace, pod] = log
+        return log
 
     def _serve_log(self, request: kmock.Request) -> kmock.Payload:
         log = self._logs.get((request.namespace or "", request.name or ""))
@@ -469,7 +424,6 @@ class Cluster:
 
     # --- Network faults (the emulator and its state are untouched). ----------------------------
 
-    @_on_cluster_loop
     async def go_dark(self) -> None:
         """Stop answering but keep the port open: requests hang, open streams freeze.
 
@@ -478,7 +432,6 @@ class Cluster:
         """
         self._relay.hold()
 
-    @_on_cluster_loop
     async def stop(self) -> None:
         """Close the port and reset open connections: clients get connection refused at once.
 
@@ -487,7 +440,6 @@ class Cluster:
         await self._relay.stop_listening()
         await self._relay.drop_connections()
 
-    @_on_cluster_loop
     async def resume(self) -> None:
         """Answer again after `go_dark` or `stop`, on the same URL.
 
@@ -498,31 +450,6 @@ class Cluster:
         self._relay.release()
         if not self._relay.listening:
             await self._relay.listen()
-
-
-class ScriptedLog:
-    """A pod's scripted log, written from the test: each write reaches its followers on the
-    cluster's loop (a `PodLog` is the loop's, its followers' queues too)."""
-
-    def __init__(self, log: PodLog, thread: LoopThread | None) -> None:
-        self._log = log
-        self._thread = thread
-
-    @property
-    def text(self) -> str:
-        return _on(self._thread, lambda: self._log.text)
-
-    @property
-    def finished(self) -> bool:
-        return self._log.finished
-
-    def write(self, text: str, *, at: float | None = None) -> None:
-        """Append lines, written now (or at the Unix time ``at``)."""
-        _on(self._thread, functools.partial(self._log.write, text, at=at))
-
-    def finish(self) -> None:
-        """End the log, as when the container exits: followed streams end."""
-        _on(self._thread, self._log.finish)
 
 
 def _script_reactions(
@@ -550,25 +477,23 @@ def _script_reactions(
 
 @contextlib.asynccontextmanager
 async def start_cluster(
-    name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_loop: bool = False
+    name: str, *, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_process: bool = False
 ) -> AsyncIterator[Cluster]:
-    """Run one emulated cluster on 127.0.0.1 (free ports) for the duration of the block: on an
-    event loop of its own when another process talks to it (``own_loop``), else on the test's."""
-    if not own_loop:
-        async with _served(name, tuple(resources), None) as cluster:
-            yield cluster
+    """Run one emulated cluster on 127.0.0.1 (free ports) for the duration of the block: on the
+    test's loop, or in a process of its own when another process talks to it."""
+    if own_process:
+        from tests.kube_process import remote_cluster
+
+        async with remote_cluster(name, tuple(resources)) as remote:
+            yield remote
         return
-    with LoopThread(f"cluster {name}") as thread:
-        async with thread.enter(_served(name, tuple(resources), thread)) as cluster:
-            yield cluster
+    async with served(name, tuple(resources)) as cluster:
+        yield cluster
 
 
 @contextlib.asynccontextmanager
-async def _served(
-    name: str, resources: tuple[Resource, ...], thread: LoopThread | None
-) -> AsyncIterator[Cluster]:
-    """The cluster's emulator, relay and harness session, on the running loop (``thread``'s,
-    when given)."""
+async def served(name: str, resources: tuple[Resource, ...]) -> AsyncIterator[Cluster]:
+    """One cluster on the running loop (the test's, or a process's of its own)."""
     async with contextlib.AsyncExitStack() as stack:
         emulator = _BridgedEmulator()
         register(emulator, resources)
@@ -586,7 +511,7 @@ async def _served(
         stack.push_async_callback(session.close)
 
         relay = _Relay(upstream_port=server.port or 0)
-        cluster = Cluster(name, emulator, relay, session, resources, thread)
+        cluster = Cluster(name, emulator, relay, session, resources)
         _script_reactions(emulator, cluster, resources)  # before clients can know the URL
         await relay.listen()
         # Closed first: dropping the clients' connections cancels their handlers (open watches),
@@ -604,14 +529,14 @@ async def _served(
 
 @contextlib.asynccontextmanager
 async def start_clusters(
-    *names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_loop: bool = False
+    *names: str, resources: Iterable[Resource] = DEFAULT_RESOURCES, own_process: bool = False
 ) -> AsyncIterator[tuple[Cluster, ...]]:
     """Several clusters at once, stopped together (in reverse order) at the end of the block."""
     async with contextlib.AsyncExitStack() as stack:
         yield tuple(
             [
                 await stack.enter_async_context(
-                    start_cluster(name, resources=resources, own_loop=own_loop)
+                    start_cluster(name, resources=resources, own_process=own_process)
                 )
                 for name in names
             ]

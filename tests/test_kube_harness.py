@@ -30,11 +30,11 @@ def pinapp(name: str, **spec: Any) -> dict[str, Any]:
     return {"metadata": {"name": name}, "spec": spec}
 
 
-@pytest.fixture(params=[False, True], ids=["test-loop", "own-loop"])
+@pytest.fixture(params=[False, True], ids=["test-loop", "own-process"])
 async def clusters(request: pytest.FixtureRequest) -> AsyncIterator[tuple[Cluster, Cluster]]:
-    """The clusters on the test's loop, and on loops of their own (what the harness does is
-    the same either way)."""
-    async with start_clusters("east", "west", own_loop=request.param) as (east, west):
+    """The clusters on the test's loop, and in processes of their own (what the harness does
+    is the same either way)."""
+    async with start_clusters("east", "west", own_process=request.param) as (east, west):
         yield east, west
 
 
@@ -496,8 +496,8 @@ print(urllib.request.urlopen(request, timeout=5).status)
 """
 
 
-async def test_a_cluster_on_its_own_loop_answers_another_process_while_the_test_blocks() -> None:
-    async with start_clusters("east", own_loop=True) as (east,):
+async def test_a_cluster_in_its_own_process_answers_another_while_the_test_blocks() -> None:
+    async with start_clusters("east", own_process=True) as (east,):
         await east.put("pinapps", NS, pinapp("web", replicas=1))
         url = f"{east.url}/apis/{GROUP}/{VERSION}/namespaces/{NS}/pinapps"
         # Blocking on purpose: this thread and its event loop wait for the other process.

@@ -13,6 +13,10 @@ that comes next fails by chance. A server such a client talks to belongs on a lo
             await loop.run(east.put(...))                        # a coroutine run there
             objects = loop.call(lambda: list(east.objects))      # state read there
 
+A thread still shares the test process's interpreter lock: a server that answers much, or must
+answer within a client's time-out on a busy machine, belongs in a process of its own (Atrium's
+own tests run their emulated clusters and change-event receiver so).
+
 The loop runs on a daemon thread until ``close``. A context manager entered with ``enter`` is
 entered and left by one task on that loop, so that what it starts (servers, sessions, tasks)
 belongs to the loop that keeps running. Objects made on the loop (asyncio events, queues,

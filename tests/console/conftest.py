@@ -18,7 +18,7 @@ from tests.prometheus import openmetrics, prometheus
 
 @pytest.fixture(scope="session")
 async def cluster() -> AsyncIterator[Cluster]:
-    async with start_cluster(CLUSTER, own_loop=True) as east:
+    async with start_cluster(CLUSTER, own_process=True) as east:
         await east.put(
             "pinapps", "shop", pinapp("checkout", "shop", "component:default/checkout", 3)
         )

@@ -41,7 +41,7 @@ async def test_pointing_at_a_team_link_fetches_its_page_before_the_click(
 
 @pytest.fixture(scope="module")
 async def outage(pg_admin_url: str, template_db: str) -> AsyncIterator[tuple[Served, Cluster]]:
-    async with start_cluster("west", own_loop=True) as west:
+    async with start_cluster("west", own_process=True) as west:
         await west.put(
             "pinapps", "shop", pinapp(COMPONENT, "shop", f"component:default/{COMPONENT}", 2)
         )

@@ -197,6 +197,10 @@ def _run_server(settings: Settings, args: argparse.Namespace) -> int:
     # uvicorn re-raises SIGTERM after its graceful shutdown; exiting through Python instead of
     # the default handler lets exit hooks run, and so stops an embedded PostgreSQL we started.
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(0))
+    # uvicorn stops at SIGINT whatever its disposition was, then raises it again under the one
+    # it found: a server started as a shell's background job (SIGINT ignored) would stop at
+    # Ctrl+C and exit 0. Python's own handler makes it KeyboardInterrupt, status 130, always.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     # Bound here, not by uvicorn: the socket then says TCP, and asyncio turns Nagle's algorithm
     # off on the connections it accepts (uvicorn's own socket for several workers does not,
     # and a keep-alive client would wait ~40 ms for each answer). Connections made before the

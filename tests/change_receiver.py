@@ -14,7 +14,6 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import hmac
-import multiprocessing
 import ssl
 import tempfile
 import time
@@ -29,13 +28,10 @@ import trustme
 from aiohttp import web
 
 from tests.http_files import free_port
+from tests.processes import PROCESSES
 
 SECRET = "receiver-secret-0123456789"
 
-# Children forked from a server process that has this module loaded: quick to start, and with
-# none of the test process's threads or event loop.
-_PROCESSES = multiprocessing.get_context("forkserver")
-_PROCESSES.set_forkserver_preload([__name__])
 _STARTED_WITHIN = 30.0  # seconds: a bound on a stuck start, not a measure
 
 
@@ -129,11 +125,11 @@ class Receiver:
         return [r for r in self.received if r.status is not None and 200 <= r.status < 300]
 
     async def start(self) -> None:
-        ours, theirs = _PROCESSES.Pipe()
+        ours, theirs = PROCESSES.Pipe()
         tls = self.tls.private_key_and_cert_chain_pem.bytes() if self.tls else None
         # What the test scripted while it was down holds from the first request on.
         initial = (self.script.waiting, self._then, self.holding)
-        process = _PROCESSES.Process(
+        process = PROCESSES.Process(
             target=_serve, args=(theirs, self.host, self.port, tls, initial), daemon=True
         )
         await asyncio.to_thread(process.start)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import multiprocessing
 import pickle
 import threading
 from collections.abc import AsyncIterator, Callable
@@ -24,11 +23,10 @@ from multidict import CIMultiDict, CIMultiDictProxy
 
 from plugins.pincompute.emulator import Resource
 from tests.kube import Cluster, KubeHarnessError, SentRequest, served
+from tests.processes import PROCESSES
 
 __all__ = ["RemoteCluster", "RemoteLog", "remote_cluster"]
 
-_PROCESSES = multiprocessing.get_context("forkserver")
-_PROCESSES.set_forkserver_preload([__name__])
 _STARTED_WITHIN = 30.0  # seconds: a bound on a stuck start, not a measure
 
 
@@ -36,8 +34,8 @@ _STARTED_WITHIN = 30.0  # seconds: a bound on a stuck start, not a measure
 async def remote_cluster(name: str, resources: tuple[Resource, ...]) -> AsyncIterator[Cluster]:
     """One cluster in a process of its own for the duration of the block; what went wrong in
     it (a harness bug) is raised on the way out."""
-    ours, theirs = _PROCESSES.Pipe()
-    process = _PROCESSES.Process(target=_serve, args=(theirs, name, resources), daemon=True)
+    ours, theirs = PROCESSES.Pipe()
+    process = PROCESSES.Process(target=_serve, args=(theirs, name, resources), daemon=True)
     await asyncio.to_thread(process.start)
     theirs.close()
     try:

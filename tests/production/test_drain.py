@@ -5,10 +5,12 @@ are answered, websockets are closed with 1012, and the process exits 0."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import signal
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -167,10 +169,26 @@ async def test_sigterm_drains_then_stops(
     assert '"level":"error"' not in log and "Traceback" not in log
 
 
+@contextlib.contextmanager
+def sigint_inherited(disposition: Any) -> Iterator[None]:
+    """Processes started in the block inherit ``disposition`` for SIGINT: Python's handler, as
+    from a terminal, or ignored, as a shell's background job (``atrium serve &``) is."""
+    before = signal.signal(signal.SIGINT, disposition)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, before)
+
+
 @pytest.mark.parametrize(
-    ("second", "status", "workers"),
-    [(signal.SIGTERM, 0, "1"), (signal.SIGINT, 130, "1"), (signal.SIGTERM, 0, "2")],
-    ids=["sigterm", "ctrl-c", "sigterm-to-two-workers"],
+    ("second", "status", "workers", "sigint"),
+    [
+        (signal.SIGTERM, 0, "1", signal.default_int_handler),
+        (signal.SIGINT, 130, "1", signal.default_int_handler),
+        (signal.SIGINT, 130, "1", signal.SIG_IGN),
+        (signal.SIGTERM, 0, "2", signal.default_int_handler),
+    ],
+    ids=["sigterm", "ctrl-c", "ctrl-c-to-a-background-job", "sigterm-to-two-workers"],
 )
 async def test_a_second_signal_skips_the_rest_of_the_grace(
     database_url: str,
@@ -182,9 +200,11 @@ async def test_a_second_signal_skips_the_rest_of_the_grace(
     second: int,
     status: int,
     workers: str,
+    sigint: Any,
 ) -> None:
     env = settings(database_url, redis_url, cache_prefix, ATRIUM_SHUTDOWN_GRACE="600")
-    replica = await started(stopped, env, tmp_path, "--workers", workers)
+    with sigint_inherited(sigint):
+        replica = await started(stopped, env, tmp_path, "--workers", workers)
     async with httpx.AsyncClient() as http:
         replica.send_signal(signal.SIGTERM)
         await draining(replica, http)

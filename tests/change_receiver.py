@@ -47,6 +47,7 @@ class Received:
     delivery: str
     signature: str
     body: bytes
+    connection: int  # the sender's port: requests with the same one came on one connection
     status: int | None = None  # None: never answered (held, then dropped)
 
     @property
@@ -249,12 +250,15 @@ class _Server:
         body = await request.read()
         index = len(self.records)  # taken with the record, no await between
         headers = request.headers
+        transport = request.transport
+        peer = transport.get_extra_info("peername") if transport is not None else None
         self.records.append(
             (
                 headers.get("X-Atrium-Event", ""),
                 headers.get("X-Atrium-Delivery", ""),
                 headers.get("X-Atrium-Signature-256", ""),
                 body,
+                peer[1] if peer else 0,
             )
         )
         self.statuses.append(None)
@@ -262,7 +266,6 @@ class _Server:
         answer = self.script.pop(0) if self.script else self.then
         if answer.delay:
             await asyncio.sleep(answer.delay)
-        transport = request.transport
         if transport is not None and not transport.is_closing():
             self.statuses[index] = answer.status  # else the client gave up: never answered
         return web.Response(status=answer.status, text="ok" if answer.status < 300 else "no")

@@ -9,7 +9,8 @@ target was checked, where it points was not), no answer within ``timeout`` or no
 a failure, retried (``sources.changes.outbox``).
 
 Hooks are served side by side, each in batches of up to ``batch`` deliveries with ``IN_FLIGHT``
-of them out at once (a batch holds one delivery per ref, so their order does not matter). A
+of them out at once (a batch holds one delivery per ref, so their order does not matter), on
+connections kept open from one delivery to the next (each answer is read to its end). A
 request is only started while the claim's lease leaves it ``timeout`` to finish: whatever a
 replica sent has finished, one way or the other, before another replica may claim it again.
 """
@@ -42,6 +43,7 @@ log = logging.getLogger("atrium.changes")
 IN_FLIGHT: Final = 16  # requests out at once per hook and replica
 _USER_AGENT: Final = "Atrium-Change-Events"
 _ERROR_CHARS: Final = 500
+_ANSWER_BYTES: Final = 64 * 1024  # an answer read to its end, for its connection's sake
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +73,18 @@ def payload(delivery: Claimed) -> bytes:
         },
         option=orjson.OPT_UTC_Z,
     )
+
+
+async def _read_answer(response: httpx.Response) -> None:
+    """Read the answer's body, unless it is long, and drop it: a connection whose answer was
+    read to its end takes the next delivery, where one left unread is closed (a connection per
+    delivery, with its handshakes). What the body says, or a failure to read it, changes
+    nothing: the status was the answer."""
+    read = 0
+    async for chunk in response.aiter_raw():
+        read += len(chunk)
+        if read > _ANSWER_BYTES:
+            return  # not worth its connection
 
 
 class Deliverer:
@@ -200,6 +214,7 @@ class Deliverer:
         # Connected to the checked address; TLS still names and verifies the host.
         extensions = {"sni_hostname": target.host} if target.scheme == "https" else {}
         timeout = self.policy.timeout
+        status: int | None = None
         try:
             async with asyncio.timeout(timeout):
                 async with client.stream(
@@ -210,12 +225,16 @@ class Deliverer:
                     extensions=extensions,
                 ) as response:
                     status = response.status_code
+                    await _read_answer(response)
         except TimeoutError:
-            return f"no answer within {timeout:g} s"
+            if status is None:
+                return f"no answer within {timeout:g} s"
         except (httpx.HTTPError, httpx.InvalidURL) as exc:
-            # InvalidURL: a hook stored before its URL was held to what the client accepts.
-            why = str(exc) or type(exc).__name__
-            return f"could not be reached: {why}"[:_ERROR_CHARS]
+            if status is None:
+                # InvalidURL: a hook stored before its URL was held to what the client accepts.
+                why = str(exc) or type(exc).__name__
+                return f"could not be reached: {why}"[:_ERROR_CHARS]
+        assert status is not None
         if 200 <= status < 300:
             return None
         if 300 <= status < 400:

@@ -17,7 +17,7 @@ import trustme
 
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
-from sources.changes.delivery import Deliverer, DeliveryPolicy
+from sources.changes.delivery import IN_FLIGHT, Deliverer, DeliveryPolicy
 from sources.changes.hooks import create_hook, get_hook, redeliver
 from sources.changes.outbox import Backoff, claim, record
 from sources.changes.secrets import SecretBox
@@ -106,6 +106,23 @@ async def test_a_delivery_is_signed_json_with_its_headers(db: Database, receiver
     assert await pending(db) == 0
     hook = await get_hook(db, hook_id)
     assert hook is not None and hook.last_delivered_at is not None and not hook.failing
+
+
+async def test_deliveries_keep_their_connections_from_one_to_the_next(
+    db: Database, receiver: Receiver
+) -> None:
+    """An answer is read to its end, so its connection takes the next delivery, in this batch
+    and the next: never more connections than requests out at once."""
+    await register(db, receiver)
+    await import_components(db, [f"service-{i}" for i in range(250)], "first")
+    deliverer = Deliverer(db, POLICY, SecretBox(None))  # batches of 100
+    try:
+        assert await deliverer.deliver_due() == 250
+    finally:
+        await deliverer.aclose()
+    assert [r.status for r in receiver.received] == [200] * 250
+    connections = {r.connection for r in receiver.received}
+    assert 0 not in connections and len(connections) <= IN_FLIGHT
 
 
 async def test_a_later_change_of_a_ref_waits_until_the_earlier_one_is_taken(

@@ -6,12 +6,13 @@ the database, the demo organisation) stays here."""
 
 from __future__ import annotations
 
+import functools
 import tempfile
 import uuid
 from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pytest
 
@@ -23,7 +24,19 @@ from atrium.testing.databases import with_database as _with_database
 from graph.plugin import Plugin
 from sources.db import Database, DatabaseOptions
 
-__all__ = ["EXAMPLES", "ROOT", "AppFactory", "Client", "_admin", "_with_database", "redis_server"]
+if TYPE_CHECKING:
+    from sources.catalog.documents import ParsedBatch
+
+__all__ = [
+    "EXAMPLES",
+    "ROOT",
+    "AppFactory",
+    "Client",
+    "_admin",
+    "_with_database",
+    "demo_batch",
+    "redis_server",
+]
 
 ROOT = Path(__file__).resolve().parent.parent
 EXAMPLES = ROOT / "atrium" / "demo"
@@ -165,12 +178,21 @@ async def client(make_client: AppFactory) -> Client:
     return await make_client()  # type: ignore[no-any-return]
 
 
+@functools.cache
+def demo_batch() -> ParsedBatch:
+    """The demo organisation (atrium/demo) read and checked, once a process: tests import it
+    by the hundred, and reading it is most of an import's time. ``apply_batch`` only reads
+    what it is given."""
+    from sources.catalog.documents import read_paths
+
+    return read_paths([EXAMPLES])
+
+
 @pytest.fixture
 async def demo_client(client: Client) -> Client:
     """An app with the demo organisation imported."""
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
 
-    result = await apply_batch(client.services.db, read_paths([EXAMPLES]))
+    result = await apply_batch(client.services.db, demo_batch())
     assert not result.errors and len(result.created) > 150
     return client

@@ -72,10 +72,10 @@ from hypothesis_graphql import mutations, queries
 
 from atrium.testing import check_hostile_inputs, installed_plugin_ids, select_plugins
 from atrium.testing.hostile import hostile_values, subscription_failures
-from sources.catalog.documents import parse_documents, read_paths
+from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
 from tests.alertmanager import alertmanager
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import AppFactory, Client, demo_batch
 from tests.hostile_values import (
     BY_ARGUMENT,
     HOSTILE_STRINGS,
@@ -156,7 +156,7 @@ async def env(
         monkeypatch.setenv("ATRIUM_ALERTMANAGER_URL", backends.alertmanager)
         monkeypatch.setenv("ATRIUM_PROMETHEUS_URL", backends.prometheus)
         client: Client = await make_client(plugins=select_plugins(None))
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
 
         async def synced() -> bool:
             body = await client.gql("{ clusters { synced } }")

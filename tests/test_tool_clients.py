@@ -24,10 +24,9 @@ from gql.transport.exceptions import TransportQueryError
 from gql.transport.httpx import HTTPXAsyncTransport
 
 from sources.auth import create_token
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
 from sources.db import Database
-from tests.conftest import EXAMPLES, ROOT, _admin, _with_database
+from tests.conftest import EXAMPLES, ROOT, _admin, _with_database, demo_batch
 from tests.test_real_clients import atrium_serve, node
 
 CHECKOUT = "component:default/checkout"
@@ -99,7 +98,7 @@ async def served(pg_admin_url: str, template_db: str) -> AsyncIterator[Served]:
     url = _with_database(pg_admin_url, name)
     db = await Database.connect(url, min_size=1, max_size=2)
     try:
-        result = await apply_batch(db, read_paths([EXAMPLES]))
+        result = await apply_batch(db, demo_batch())
         assert not result.errors
         _, token = await create_token(db, "a-tool", ["read"], None)
     finally:

@@ -18,10 +18,9 @@ import yaml
 
 from atrium.testing.serve import Served
 from atrium.testing.serve import atrium_serve as serve
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
 from sources.db import Database
-from tests.conftest import EXAMPLES, ROOT, _admin, _with_database
+from tests.conftest import ROOT, _admin, _with_database, demo_batch
 from tests.kube import Cluster, kubeconfig
 
 WEB_DIST = ROOT / "web" / "dist"
@@ -43,7 +42,7 @@ async def demo_database(pg_admin_url: str, template_db: str) -> AsyncIterator[st
     async with empty_database(pg_admin_url, template_db) as url:
         db = await Database.connect(url, min_size=1, max_size=2)
         try:
-            result = await apply_batch(db, read_paths([EXAMPLES]))
+            result = await apply_batch(db, demo_batch())
             assert not result.errors, result.errors
         finally:
             await db.close()

@@ -18,7 +18,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import AppFactory, Client, demo_batch
 from tests.oidc import AUDIENCE, Provider, openid_provider
 
 PUBLIC = "http://atrium.test"
@@ -35,11 +35,10 @@ async def provider() -> AsyncIterator[Provider]:
 
 @pytest.fixture
 async def atrium(make_client: AppFactory, provider: Provider) -> Client:
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
 
     client: Client = await make_client(**provider.settings(PUBLIC))
-    result = await apply_batch(client.services.db, read_paths([EXAMPLES]))
+    result = await apply_batch(client.services.db, demo_batch())
     assert not result.errors
     return client
 

@@ -7,7 +7,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import EXAMPLES, AppFactory, Client, demo_batch
 
 API = "/api/catalog"
 CHECKOUT = f"{API}/entities/by-name/component/default/checkout"
@@ -136,10 +136,9 @@ async def queries(client: Client, url: str) -> int:
 
 async def test_sql_per_request_does_not_grow_with_the_page(make_client: AppFactory) -> None:
     client = await make_client(response_cache=False)
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
 
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     # The page and its entities' relations: two statements, for 1 entity or 50.
     one = await queries(client, f"{API}/entities?filter=kind=component&limit=1")
     fifty = await queries(client, f"{API}/entities?filter=kind=component&limit=50")

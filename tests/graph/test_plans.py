@@ -66,9 +66,8 @@ from atrium.testing.plans import compare_on_plan
 from graph.context import Info
 from graph.plugin import PluginBuilder
 from sources.auth import Viewer
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import AppFactory, Client, demo_batch
 from tests.kube import kubeconfig, start_clusters
 from tests.plugins.test_pincompute import eventually, pinapp
 
@@ -340,7 +339,7 @@ async def env(
         monkeypatch.setenv("ATRIUM_COMPUTE_WATCH_TIMEOUT", "2")
         monkeypatch.setenv("ATRIUM_COMPUTE_REQUEST_TIMEOUT", "1.0")
         client: Client = await make_client(plugins=[*select_plugins(None), ProbePlugin()])
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
 
         async def synced() -> bool:
             body = await client.gql("{ clusters { synced } }")

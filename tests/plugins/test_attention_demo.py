@@ -15,9 +15,8 @@ from plugins.deployments.settings import DeploymentSettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.demo import CLUSTER, CRASH_LOOPING_SERVICE, demo_cluster
 from plugins.pincompute.settings import ComputeSettings
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import EXAMPLES, AppFactory, Client, demo_batch
 
 VIEWER = """{ viewer { attention(first: 100) {
   entity { ref } level title detail since href source } } }"""
@@ -34,7 +33,7 @@ async def test_amelia_chen_sees_checkouts_failed_staging_deploy(
     make_client: AppFactory,
 ) -> None:
     client = await make_client(plugins=[DeploymentsPlugin(DeploymentSettings())])
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     await seed_history(client.services)
 
     found = (await client.gql(VIEWER, user="amelia.chen"))["data"]["viewer"]["attention"]
@@ -63,7 +62,7 @@ async def test_the_crash_looping_service_needs_its_team(
         client = await make_client(
             plugins=[PinComputePlugin(ComputeSettings(kubeconfig=kubeconfig))],
         )
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
         owner = await client.services.db.fetchval(
             "select owner_ref from entities where ref = $1",
             f"component:default/{CRASH_LOOPING_SERVICE}",

@@ -18,9 +18,8 @@ from plugins.deployments.settings import DeploymentSettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.demo import CLUSTER, demo_cluster
 from plugins.pincompute.settings import ComputeSettings
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import EXAMPLES, AppFactory, Client, demo_batch
 
 PIPELINES = """{ entities(filter: {kind: ["component"]}, first: 100) { nodes { ref name
   ... on Component { type pipeline { source stages { name deployable notDeployableReason
@@ -79,7 +78,7 @@ async def test_the_demo_history_is_written_once_and_reads_as_a_real_one(
 ) -> None:
     client = await make_client(plugins=[DeploymentsPlugin(DeploymentSettings())])
     db = client.services.db
-    assert not (await apply_batch(db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(db, demo_batch())).errors
     await seed_history(client.services)
     figures = await db.fetchrow(
         "select count(*) as deploys, count(distinct component_ref) as components,"
@@ -136,7 +135,7 @@ async def test_stopping_while_the_history_is_written_stops_at_once_and_writes_no
     server's shutdown hung on it under load.)"""
     client = await make_client(plugins=[DeploymentsPlugin(DeploymentSettings())])
     db = client.services.db
-    assert not (await apply_batch(db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(db, demo_batch())).errors
     blocker = await asyncpg.connect(database_url)
     try:
         transaction = blocker.transaction()
@@ -171,7 +170,7 @@ async def test_the_demo_cluster_runs_what_the_history_says_and_both_stages_deplo
         client = await make_client(
             plugins=[PinComputePlugin(compute), DeploymentsPlugin(deployments)]
         )
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
         started = asyncio.get_running_loop().time()
         await seed_history(client.services)
         assert asyncio.get_running_loop().time() - started < 10  # start-up stays quick

@@ -27,9 +27,9 @@ from plugins.observability import ObservabilityPlugin
 from plugins.observability import demo as observability_demo
 from plugins.observability.demo_series import HISTORY
 from plugins.observability.settings import ObservabilitySettings
-from sources.catalog.documents import parse_documents, read_paths
+from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory
+from tests.conftest import EXAMPLES, AppFactory, demo_batch
 
 Demo = Callable[[Path, Path], AbstractContextManager[dict[str, str]]]
 UNCONFIGURED = ObservabilitySettings(prometheus_url=None, alertmanager_url=None)
@@ -98,7 +98,7 @@ async def test_the_demo_serves_metrics_and_alerts_and_stops_both(
             prometheus_url=prometheus, alertmanager_url=alertmanager, observability_timeout=10
         )
         client = await make_client(plugins=[ObservabilityPlugin(settings)])
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
 
         # cart-service: requests over the whole last hour, failing since its incident began.
         body = await client.gql(COMPONENT, {"ref": "component:cart-service"})

@@ -13,9 +13,8 @@ from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.demo import CLUSTER, CRASH_LOOPING_SERVICE, demo_cluster, demo_workloads
 from plugins.pincompute.settings import ComputeSettings
 from plugins.pincompute.validation import validate_body
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, AppFactory, Client
+from tests.conftest import EXAMPLES, AppFactory, Client, demo_batch
 
 APP = '{ pinApp(cluster: "demo (emulated)", namespace: "checkout", name: "checkout") { replicas readyReplicas pods { name } scaler { minReplicas } } }'
 SCALE = 'mutation($r: Int) { scaleWorkload(cluster: "demo (emulated)", namespace: "checkout", name: "checkout", minReplicas: $r) { id } }'
@@ -51,7 +50,7 @@ async def test_an_owner_scales_a_demo_workload_and_the_cluster_follows(
     with demo_cluster(EXAMPLES, tmp_path / "kubeconfig.yaml") as kubeconfig:
         compute = ComputeSettings(kubeconfig=kubeconfig, compute_pod_cache_seconds=0)
         client = await make_client(plugins=[PinComputePlugin(compute)])
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
         for _ in range(100):
             clusters = (await client.gql("{ clusters { name synced } }"))["data"]["clusters"]
             if clusters == [{"name": CLUSTER, "synced": True}]:

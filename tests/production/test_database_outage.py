@@ -22,9 +22,8 @@ import pytest
 
 from atrium.app import create_app
 from graph.settings import Settings
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
-from tests.conftest import EXAMPLES, ROOT, Client
+from tests.conftest import ROOT, Client, demo_batch
 from tests.production.postgres_server import PostgresServer, postgres_server
 
 SLOW = 2.0  # seconds: any answer slower than this counts as a hang
@@ -133,7 +132,7 @@ async def serving(url: str) -> AsyncIterator[Client]:
     )
     client.app = app
     try:
-        assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+        assert not (await apply_batch(client.services.db, demo_batch())).errors
         yield client
     finally:
         await client.aclose()

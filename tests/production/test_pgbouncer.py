@@ -19,7 +19,7 @@ import pytest
 from sources.db import Database, DatabaseOptions
 from sources.errors import DatabaseUnavailable
 from sources.migrations import apply_migrations, core_migrations
-from tests.conftest import AppFactory, _admin, _with_database
+from tests.conftest import AppFactory, _admin, _with_database, demo_batch
 from tests.production.pgbouncer import POOL_SIZE, PgBouncer
 
 POOLED = DatabaseOptions(transaction_pooling=True)
@@ -82,11 +82,9 @@ async def test_300_concurrent_requests_all_succeed(
     client = await make_client(
         database_url=pgbouncer.url(database_url), database_pooling="transaction"
     )
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
-    from tests.conftest import EXAMPLES
 
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     admin = {"Authorization": f"Bearer {await client.admin_token()}"}
     user = {"X-Forwarded-User": "user:default/alice"}
 

@@ -7,14 +7,14 @@ from typing import Any
 
 import pytest
 
-from sources.catalog.documents import parse_documents, read_paths
+from sources.catalog.documents import parse_documents
 from sources.catalog.listing import Order, keyset_sql, list_entities
 from sources.catalog.predicates import Condition, parse_filters, to_where
 from sources.catalog.queries import EntityFilter, count_entities, count_sql
 from sources.catalog.search_keys import FilterError
 from sources.catalog.store import apply_batch
 from sources.db import Database
-from tests.conftest import EXAMPLES
+from tests.conftest import demo_batch
 
 
 def test_statements_and_filters_combine_as_backstage_reads_them() -> None:
@@ -80,7 +80,7 @@ def test_values_never_reach_sql_as_text() -> None:
 
 @pytest.fixture
 async def demo(db: Database) -> Database:
-    result = await apply_batch(db, read_paths([EXAMPLES]))
+    result = await apply_batch(db, demo_batch())
     assert not result.errors
     return db
 

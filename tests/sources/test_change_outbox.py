@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from sources.catalog.documents import ParsedBatch, parse_documents, read_paths
+from sources.catalog.documents import ParsedBatch, parse_documents
 from sources.catalog.model import validate_entity
 from sources.catalog.store import apply_batch, delete_entity
 from sources.catalog.uids import entity_uid
@@ -19,7 +19,7 @@ from sources.changes.secrets import SecretBox
 from sources.db import Database, Executor
 from sources.errors import SyncBraked
 from sources.ldap.sync import sync_directory
-from tests.conftest import EXAMPLES
+from tests.conftest import demo_batch
 from tests.slapd import Slapd, group, group_dn, person, start_slapd, user_dn
 from tests.sources.test_ldap_sync import config_for
 
@@ -63,7 +63,7 @@ async def outbox(db: Executor, hook_id: int | None = None) -> list[dict[str, Any
 
 
 async def test_nothing_is_written_while_no_hook_is_registered(db: Database) -> None:
-    result = await apply_batch(db, read_paths([EXAMPLES]))
+    result = await apply_batch(db, demo_batch())
     assert result.created
     assert await outbox(db) == []
 
@@ -73,7 +73,7 @@ async def test_an_import_writes_one_event_per_change_for_each_hook_that_wants_it
 ) -> None:
     every = await hook(db)
     groups = await hook(db, ["Group"])
-    result = await apply_batch(db, read_paths([EXAMPLES]))
+    result = await apply_batch(db, demo_batch())
 
     events = await outbox(db, every)
     assert sorted(e["ref"] for e in events) == sorted(result.created)
@@ -102,7 +102,7 @@ async def test_an_import_writes_one_event_per_change_for_each_hook_that_wants_it
     assert checkout["spec"] == row["spec"]
 
     # An unchanged re-import changes nothing, so it announces nothing.
-    await apply_batch(db, read_paths([EXAMPLES]))
+    await apply_batch(db, demo_batch())
     assert len(await outbox(db)) == len(events) + len(group_events)
 
 

@@ -25,7 +25,7 @@ from plugins.observability.settings import ObservabilitySettings
 from plugins.pincompute import PinComputePlugin
 from plugins.pincompute.settings import ComputeSettings
 from sources.persisted import document_hash
-from tests.conftest import ROOT, AppFactory, Client
+from tests.conftest import ROOT, AppFactory, Client, demo_batch
 from tests.ssr.markup import assert_well_formed
 
 WEB = ROOT / "web"
@@ -80,12 +80,10 @@ def _plugins() -> list[Any]:
 
 @pytest.fixture
 async def console(make_client: AppFactory, tmp_path: Path) -> Client:
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
-    from tests.conftest import EXAMPLES
 
     client = await make_client(plugins=_plugins(), web_dir=_build(tmp_path))
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     return client
 
 
@@ -444,12 +442,10 @@ async def test_the_demo_user_cookie_signs_in_only_in_development(
 async def test_production_runs_the_console_from_its_trusted_documents(
     make_client: AppFactory, tmp_path: Path
 ) -> None:
-    from sources.catalog.documents import read_paths
     from sources.catalog.store import apply_batch
-    from tests.conftest import EXAMPLES
 
     client = await make_client(plugins=_plugins(), web_dir=_build(tmp_path), mode="production")
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     response = await client.get("/catalog/default/group/checkout-team")
     results = _embedded(response.text, "apollo-results")
     assert [r["operationName"] for r in results] == [

@@ -21,10 +21,9 @@ from graphql import DocumentNode, FragmentDefinitionNode, OperationDefinitionNod
 from atrium.app import create_app
 from graph.plugin import PluginBuilder
 from graph.settings import Settings
-from sources.catalog.documents import read_paths
 from sources.catalog.store import apply_batch
 from ssr.plugin_console import InvalidConsole, with_typenames
-from tests.conftest import EXAMPLES, ROOT, AppFactory, Client
+from tests.conftest import ROOT, AppFactory, Client, demo_batch
 
 WEB_DIST = ROOT / "web" / "dist"
 EXAMPLE = ROOT / "tests" / "example_plugin"
@@ -46,7 +45,7 @@ def hello() -> Iterator[Any]:
 async def served(make_client: AppFactory, hello: Any) -> Client:
     assert (WEB_DIST / ".vite" / "manifest.json").is_file(), "the console is not built: make web"
     client: Client = await make_client(plugins=[hello], web_dir=WEB_DIST, mode="production")
-    assert not (await apply_batch(client.services.db, read_paths([EXAMPLES]))).errors
+    assert not (await apply_batch(client.services.db, demo_batch())).errors
     return client
 
 

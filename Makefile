@@ -11,6 +11,10 @@ WEB_SOURCES := $(shell find $(WEB)/src $(WEB)/public -type f 2>/dev/null) \
 	$(wildcard $(WEB)/index.html $(WEB)/vite.config.* $(WEB)/tsconfig*.json \
 	$(WEB)/persisted-query-manifest.config.*)
 export DEBIAN_FRONTEND := noninteractive
+# Python keeps what it compiles (__pycache__, which git ignores): the tests start hundreds of
+# Pythons (servers, the CLI, pytest within pytest), each of which would compile every module it
+# imports again where the environment turns that off (PYTHONDONTWRITEBYTECODE).
+unexport PYTHONDONTWRITEBYTECODE
 
 .PHONY: run test test-stress bench install install-test system-test-deps observability-servers \
 	node lint schema clean web web-dev screenshots

@@ -23,22 +23,26 @@ __all__ = ["LONGEST_FIRST", "LongestFirst", "module_rank"]
 # The longest modules, longest first: measured in a whole run on two processes; a module not
 # named here ranks after them all, as xdist would order it.
 LONGEST_FIRST = (
-    "tests/test_bench_replicas.py",
-    "tests/production/test_deploy_image.py",
     "tests/test_hostile_input.py",
-    "tests/test_bench_domains.py",
-    "tests/console/test_example_plugin_wheel.py",
-    "tests/test_bench_console.py",
     "tests/graph/test_change_events.py",
-    "tests/test_cli_ownership.py",
-    "tests/console/test_console_journeys.py",
     "tests/console/test_console_api_definitions.py",
-    "tests/test_cli_schema.py",
-    "tests/test_bench.py",
-    "tests/console/test_console_lighthouse.py",
+    "tests/console/test_console_journeys.py",
     "tests/console/test_console_signin.py",
-    "tests/test_bench_serving.py",
+    "tests/test_cli_schema.py",
+    "tests/production/test_deploy_image.py",
+    "tests/console/test_console_lighthouse.py",
+    "tests/test_bench_console.py",
+    "tests/graph/test_plans.py",
+    "tests/production/test_drain.py",
+    "tests/console/test_example_plugin_wheel.py",
+    "tests/test_bench_replicas.py",
+    "tests/test_kube_harness.py",
     "tests/test_cli.py",
+    "tests/console/test_console_quality.py",
+    "tests/plugins/test_pincompute.py",
+    "tests/ssr/test_pages.py",
+    "tests/graph/test_catalog_api.py",
+    "tests/test_bench.py",
 )
 
 

@@ -56,11 +56,14 @@ class ChangeFeed:
     def __init__(self) -> None:
         self._queues: dict[asyncio.Queue[list[str]], str] = {}
 
-    async def invalidate(self, keys: list[str]) -> None:
+    def drop_local(self, keys: list[str]) -> None:
         for queue, prefix in self._queues.items():
             matching = [k for k in keys if k.startswith(prefix)]
             if matching:
                 queue.put_nowait(matching)
+
+    async def drop_shared(self, keys: list[str]) -> None:
+        """Nothing shared: each replica's followers hear the changes it hears."""
 
     def clear_local(self) -> None:
         for queue in self._queues:

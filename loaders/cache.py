@@ -136,6 +136,10 @@ class MultiLevelCache:
     async def invalidate(self, keys: Iterable[str]) -> None:
         keys = list(keys)
         self.drop_local(keys)
+        await self.drop_shared(keys)
+
+    async def drop_shared(self, keys: list[str]) -> None:
+        """Delete these keys from Redis (L2)."""
         if keys and self.shared.usable():
             try:
                 await self.shared.redis.delete(*(self.prefix + k for k in keys))
@@ -231,10 +235,17 @@ class Caches:
                 self.shared.failed(exc, "invalidations")
 
     async def _drop(self, keys: list[str]) -> None:
+        # What this process holds goes first, all of it before the first await: a request
+        # served meanwhile (the hot path answers from memory without yielding) finds either
+        # none of the change or all of it, never a response cached from before it.
         for cache in self.caches.values():
-            await cache.invalidate(keys)
+            cache.drop_local(keys)
         for subscriber in self.subscribers:
-            await subscriber.invalidate(keys)
+            subscriber.drop_local(keys)
+        for cache in self.caches.values():
+            await cache.drop_shared(keys)
+        for subscriber in self.subscribers:
+            await subscriber.drop_shared(keys)
 
     def clear_local(self) -> None:
         """Forget everything this process holds (L1 and the subscribers' local entries)."""
@@ -300,8 +311,11 @@ class Caches:
 
 
 class Subscriber(Protocol):
-    """A cache that is told of changes along with the loaders' caches."""
+    """A cache that is told of changes along with the loaders' caches: first what this
+    process holds (``drop_local``, never awaiting), then what it shares in Redis."""
 
-    async def invalidate(self, keys: list[str]) -> None: ...
+    def drop_local(self, keys: list[str]) -> None: ...
+
+    async def drop_shared(self, keys: list[str]) -> None: ...
 
     def clear_local(self) -> None: ...

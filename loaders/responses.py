@@ -226,12 +226,18 @@ class ResponseCache:
     # Changes (the Caches' subscriber protocol)
 
     async def invalidate(self, keys: list[str]) -> None:
+        self.drop_local(keys)
+        await self.drop_shared(keys)
+
+    def drop_local(self, keys: list[str]) -> None:
         tags = tags_changed_by(keys)
         self._sequence += 1
         self._recent.append((self._sequence, frozenset(tags)))
         for tag in tags:
             for key in list(self._by_tag.get(tag, ())):
                 self.l1.discard(key)
+
+    async def drop_shared(self, keys: list[str]) -> None:
         if self.shared.usable():
             try:
                 await drop_shared_responses(self.shared.redis, self.shared.prefix, keys)

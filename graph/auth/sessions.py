@@ -96,10 +96,13 @@ class SessionCache:
     def forget(self, key: str) -> None:
         self._items.pop(key, None)
 
-    async def invalidate(self, keys: list[str]) -> None:
+    def drop_local(self, keys: list[str]) -> None:
         for key in keys:
             if key.startswith("session:"):
                 self._items.pop(key.removeprefix("session:"), None)
+
+    async def drop_shared(self, keys: list[str]) -> None:
+        """Nothing shared: kept in this process alone."""
 
     def clear_local(self) -> None:
         self._items.clear()

@@ -43,10 +43,13 @@ class TokenCache:
         self._items[token_id] = (now + self.ttl, digest, viewer)
         return viewer
 
-    async def invalidate(self, keys: list[str]) -> None:
+    def drop_local(self, keys: list[str]) -> None:
         for key in keys:
             if key.startswith("token:"):
                 self._items.pop(key.removeprefix("token:"), None)
+
+    async def drop_shared(self, keys: list[str]) -> None:
+        """Nothing shared: kept in this process alone."""
 
     def clear_local(self) -> None:
         self._items.clear()

@@ -92,6 +92,40 @@ async def test_a_write_on_one_replica_is_never_served_stale_by_another(
     assert (await a.gql(TITLE))["data"]["entity"]["title"] == "Two"
 
 
+async def test_a_change_leaves_this_process_before_anything_waits(
+    make_client: AppFactory, redis_url: str, cache_prefix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every cache and subscriber drops what this process holds before the first await (Redis's
+    deletes): a request served between two awaits (the hot path answers from memory without
+    yielding) finds all of a change or none of it, never a whole response cached before it."""
+    client = await _start(make_client, redis_url, cache_prefix)
+    caches = client.services.caches
+    told: list[str] = []
+
+    class Spy:
+        def drop_local(self, keys: list[str]) -> None:
+            told.append("local")
+
+        async def drop_shared(self, keys: list[str]) -> None:
+            told.append("shared")
+
+        def clear_local(self) -> None:
+            told.append("cleared")
+
+    caches.subscribers[:0] = [Spy()]
+    caches.subscribers.append(Spy())
+    entities = caches.cache(ENTITY_CACHE, *json_codec())
+    drop_shared = entities.drop_shared
+
+    async def deleting(keys: list[str]) -> None:
+        told.append("shared")
+        await drop_shared(keys)
+
+    monkeypatch.setattr(entities, "drop_shared", deleting)
+    await caches.invalidate(["component:default/cached"])
+    assert told == ["local", "local", "shared", "shared", "shared"]
+
+
 async def test_other_processes_announce_their_writes(
     make_client: AppFactory, redis_url: str, cache_prefix: str
 ) -> None:

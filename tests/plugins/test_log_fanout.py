@@ -98,13 +98,19 @@ async def test_followers_of_a_workload_read_each_pod_once(
 ) -> None:
     async with _served(make_client, tmp_path) as (client, east, url):
         logs = {pod: east.pod_log("shop", pod) for pod in ("checkout-a", "checkout-b")}
+        logs["checkout-a"].write("a0\n")
+        logs["checkout-b"].write("b0\n")
         follows = client.services.extras["pincompute"].follows
         sockets = [await _follow(url) for _ in range(4)]
         try:
-            # Every follower on both pods' upstreams before a line is written.
+            # Every follower on both pods' upstreams, and its tail (the newest line) read, before
+            # a line is written: a tail read later would hold the new lines, and its one line
+            # would be the newest alone.
             await eventually(
                 lambda: _true(all(follows.subscribers(("east", "shop", pod)) == 4 for pod in logs))
             )
+            for ws in sockets:
+                assert await _line(ws) == ("checkout-b", "b0")
             logs["checkout-a"].write("a1\n")
             logs["checkout-b"].write("b1\n")
             for ws in sockets:
@@ -127,14 +133,19 @@ async def test_a_follower_that_reads_nothing_is_closed_and_the_others_go_on(
     async with _served(make_client, tmp_path) as (client, east, url):
         log = east.pod_log("shop", "checkout-a")
         east.pod_log("shop", "checkout-b")
+        log.write("first\n")
         follows = client.services.extras["pincompute"].follows
         reader = await _follow(url)
+        # Its tail read (the newest line) before the lines to follow are written: one read
+        # later would hold only the newest of them.
+        assert await _line(reader) == ("checkout-a", "first")
         # A client that stops reading: a small receive buffer, and its library reads no more
         # from the socket once a message waits unread.
         sock = socket.socket()
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 4096)
         sock.connect(("127.0.0.1", int(url.split(":")[2].split("/")[0])))
         stuck = await _follow(url, sock=sock, max_queue=1, compression=None)
+        assert await _line(stuck) == ("checkout-a", "first")  # then it reads nothing more
         pod = ("east", "shop", "checkout-a")
         await eventually(lambda: _true(follows.subscribers(pod) == 2))
         lines = [f"{i:04d} " + "x" * 16_000 for i in range(200)]

@@ -36,6 +36,9 @@ TEST_DEFAULTS: dict[str, Any] = {
     "admin_group": "group:default/admins",
     # No console build unless a test names one: its documents are not wanted.
     "web_dir": Path(__file__).parent / "no-console-build",
+    # A page waits for its panels as long as the settings allow (0.25 s by default): what a
+    # test asserts of a page is what it holds, which a busy machine would leave to the client.
+    "ssr_panel_budget": 10.0,
 }
 # httpx's own request headers, which a websocket's handshake does not carry.
 _HTTP_ONLY = frozenset({"accept", "accept-encoding", "connection", "user-agent"})

@@ -133,11 +133,6 @@ class MultiLevelCache:
             if key in self._flights:
                 self._stale.add(key)
 
-    async def invalidate(self, keys: Iterable[str]) -> None:
-        keys = list(keys)
-        self.drop_local(keys)
-        await self.drop_shared(keys)
-
     async def drop_shared(self, keys: list[str]) -> None:
         """Delete these keys from Redis (L2)."""
         if keys and self.shared.usable():

@@ -225,10 +225,6 @@ class ResponseCache:
 
     # Changes (the Caches' subscriber protocol)
 
-    async def invalidate(self, keys: list[str]) -> None:
-        self.drop_local(keys)
-        await self.drop_shared(keys)
-
     def drop_local(self, keys: list[str]) -> None:
         tags = tags_changed_by(keys)
         self._sequence += 1

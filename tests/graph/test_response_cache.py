@@ -143,7 +143,7 @@ async def test_an_answer_computed_across_a_change_is_served_but_not_kept() -> No
     body = b'{"data":{}}'
     answer = CachedAnswer(body, etag_of(body), 60, False, 0.0)
     started = cache.begin()
-    await cache.invalidate(["component:default/cart"])
+    cache.drop_local(["component:default/cart"])
     # It read the entity that changed, or a list of its kind: not kept.
     assert not await cache.put("a", answer, {"component:default/cart"}, started)
     assert not await cache.put("b", answer, {"kind:component"}, started)
@@ -152,7 +152,7 @@ async def test_an_answer_computed_across_a_change_is_served_but_not_kept() -> No
     assert await cache.put("d", answer, {"api:default/other"}, started)
     assert await cache.get("a") is None and await cache.get("d") is not None
     # Dropping by tag forgets the index too.
-    await cache.invalidate(["api:default/other"])
+    cache.drop_local(["api:default/other"])
     assert await cache.get("d") is None and not cache._by_tag
 
 

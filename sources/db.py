@@ -226,6 +226,7 @@ class Database(Executor):
         OSError the block raises (a file, a socket to elsewhere) stays what it is."""
         with self.unavailable_when_lost():
             conn = await self.pool.acquire()
+        ended = False
         try:
             transaction = conn.transaction()
             with self.unavailable_when_lost():
@@ -239,10 +240,17 @@ class Database(Executor):
                     if not is_lost(exc):
                         raise
                     # The server rolls back the transaction of a connection it lost.
+                ended = True
                 raise
             with self.unavailable_when_lost():
                 await transaction.commit()
+            ended = True
         finally:
+            if not ended:
+                # Cut short while its BEGIN, COMMIT or ROLLBACK was on the wire (a task cancelled
+                # again as it rolled back, stopping): where the transaction stands is unknown,
+                # so the session ends, and the server rolls back whatever it left open.
+                conn.terminate()
             await self._release(conn)
         self._reachable()
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import logging
 
+import asyncpg
 import pytest
 
 from sources.db import Database, DatabaseOptions
@@ -44,3 +45,59 @@ async def test_a_statement_past_its_timeout_is_the_database_not_answering(
         assert await db.fetchval("select 1") == 1
     finally:
         await db.close()
+
+
+@pytest.mark.parametrize("when", ["as-it-begins", "in-a-statement", "as-it-rolls-back"])
+async def test_a_transaction_cut_short_leaves_nothing_open(
+    database_url: str, when: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Stopping cancels a task inside a transaction: while its BEGIN is on the wire, while a
+    statement of the transaction is, or again while its ROLLBACK is. The connection is not
+    handed back mid-transaction (asyncpg reports that as an error, and the lock it held would
+    stay with the next user), and the pool goes on serving."""
+    db = await Database.connect(database_url, min_size=1, max_size=1)
+    reported: list[str] = []
+    loop = asyncio.get_running_loop()
+    previous = loop.get_exception_handler()
+    loop.set_exception_handler(lambda _, context: reported.append(context["message"]))
+    working = asyncio.Event()
+    if when == "as-it-begins":
+        # BEGIN answers slowly enough to be cancelled on the wire, as a busy server's does.
+        execute = asyncpg.Connection.execute
+
+        async def slow_begin(self: asyncpg.Connection, query: str, *args: object) -> str:
+            if query.startswith("BEGIN"):
+                working.set()
+                await asyncio.sleep(30)
+            return await execute(self, query, *args)
+
+        monkeypatch.setattr(asyncpg.Connection, "execute", slow_begin)
+
+    async def work_under_the_lock() -> None:
+        async with db.transaction() as tx:
+            assert await tx.fetchval("select pg_try_advisory_xact_lock(4242)")
+            working.set()
+            if when == "in-a-statement":
+                await tx.execute("select pg_sleep(30)")
+            else:
+                await asyncio.Event().wait()
+
+    try:
+        task = asyncio.create_task(work_under_the_lock())
+        await working.wait()
+        await asyncio.sleep(0.05)
+        task.cancel()
+        if when == "as-it-rolls-back":
+            await asyncio.sleep(0)  # the task runs into its ROLLBACK and waits for the answer
+            task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await asyncio.wait_for(task, timeout=60)
+        monkeypatch.undo()
+        # The pool's one connection serves again, and the lock is free for the next holder.
+        async with db.try_lock(4242) as held:
+            assert held
+        assert await db.fetchval("select 1") == 1
+    finally:
+        loop.set_exception_handler(previous)
+        await db.close()
+    assert reported == []

@@ -70,6 +70,7 @@ from pg_index i where i.indexrelid = to_regclass($1)
 """
 _LOOK_AGAIN: Final = 0.5  # seconds
 _SKIPPED_BUILDS: Final = 10  # builds skipped for another replica's that then failed
+_COLLISIONS: Final = 10  # tries of a statement that collides with other replicas' each time
 # Any constant works as long as every replica uses the same one.
 _LOCK_KEY = 0x41_54_52_49_55_4D  # "ATRIUM"
 
@@ -216,7 +217,8 @@ async def _apply_online(db: Database, migration: Migration) -> None:
     build waits for every transaction older than it, and one waiting for a lock is one, so
     builds would wait for each other. Instead a replica that finds the index being built waits
     for it, by looking again; two builds (or drops of a left-over) that start at once are found
-    deadlocked by PostgreSQL, and the one it stops looks again; so does one that ``if not
+    deadlocked by PostgreSQL, and the one it stops looks again, as does one that collided with
+    another replica's statement on the same table (``_collided``); so does one that ``if not
     exists`` skipped, another's build having begun just after it looked. A build that ends
     leaves the index valid (``if not exists`` then skips it); an invalid index that no one is
     building is what an interrupted build left, and is dropped first and built again; one
@@ -229,7 +231,7 @@ async def _apply_online(db: Database, migration: Migration) -> None:
         for statement in migration.statements():
             build = _BUILD.match(statement)
             if build is None:
-                await conn.execute(statement, timeout=_ONLINE_TIMEOUT)
+                await _again_after_a_collision(conn, statement)
                 continue
             name = build[1]
             skipped = 0
@@ -245,7 +247,9 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                             f"drop index concurrently if exists {name}", timeout=_ONLINE_TIMEOUT
                         )
                     await conn.execute(statement, timeout=_ONLINE_TIMEOUT)
-                except asyncpg.DeadlockDetectedError:
+                except asyncpg.PostgresError as exc:
+                    if not _collided(exc):
+                        raise
                     await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
                     continue
                 if await conn.fetchval(_BUILD_STATE, name) == "valid":
@@ -256,3 +260,26 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 if skipped > _SKIPPED_BUILDS:
                     raise MigrationError(f"the index {name} was left invalid by a failed build")
                 await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
+
+
+def _collided(exc: asyncpg.PostgresError) -> bool:
+    """Another replica's online statement on the same table at the same moment: a deadlock
+    PostgreSQL broke (two builds, or a build and an ANALYZE), or two that each updated the
+    table's row in the catalog as they ended (an index build and another, or an ANALYZE:
+    "tuple concurrently updated"). Looking again after a pause resolves both."""
+    if isinstance(exc, asyncpg.DeadlockDetectedError):
+        return True
+    return isinstance(exc, asyncpg.InternalServerError) and "concurrently updated" in str(exc)
+
+
+async def _again_after_a_collision(conn: asyncpg.Connection, statement: str) -> None:
+    """An online statement other than a build (ANALYZE, a drop ``if exists``: each may run
+    again), run again after a pause while it collides with another replica's."""
+    for attempt in range(_COLLISIONS):
+        try:
+            await conn.execute(statement, timeout=_ONLINE_TIMEOUT)
+            return
+        except asyncpg.PostgresError as exc:
+            if not _collided(exc) or attempt == _COLLISIONS - 1:
+                raise
+        await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))

@@ -160,3 +160,37 @@ async def test_replicas_starting_together_build_an_online_index_once(
     # Each migration is told as applied by one replica, the one that recorded it.
     names = sorted(m.name for r in results for m in r)
     assert names == ["index", "table"]
+
+
+async def test_replicas_starting_together_build_online_indexes_of_one_table_in_a_row(
+    database_url: str, tmp_path: Path
+) -> None:
+    """A replica that recorded one build goes on to the next while another still ends the
+    first: two builds on one table at once, whose ends both update the table's row
+    (PostgreSQL: "tuple concurrently updated"). Each replica looks again, as after a
+    deadlock; every index is built, every migration applied once."""
+    write(
+        tmp_path,
+        "0001_table.sql",
+        "create table things (n int, m int, k int);"
+        " insert into things select i, i, i from generate_series(1, 20000) i;",
+    )
+    for version, column in enumerate("nmk", start=2):
+        write(
+            tmp_path,
+            f"{version:04d}_index_{column}.sql",
+            f"-- atrium: online\ncreate index concurrently if not exists things_{column}"
+            f" on things ({column});\nanalyze things;\n",
+        )
+    migrations = read_migrations("race", tmp_path)
+    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(4)]
+    try:
+        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
+        valid = await replicas[0].fetchval(
+            "select count(*) from pg_index where indisvalid and indrelid = 'things'::regclass"
+        )
+    finally:
+        for replica in replicas:
+            await replica.close()
+    assert valid == 3
+    assert sorted(m.name for r in results for m in r) == ["index_k", "index_m", "index_n", "table"]

@@ -11,6 +11,7 @@ noticed.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 from dataclasses import dataclass
@@ -129,7 +130,7 @@ class Informer:
 
     async def _watch(self, version: str) -> str:
         """One watch, until the server ends it; returns the version to continue from."""
-        async with kube.watch.Watch() as stream:
+        async with _watch_class()(self.cluster.client) as stream:
             try:
                 async for event in self._events(stream, version):
                     version = self._apply(event, version)
@@ -178,3 +179,29 @@ def _describe(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError | asyncio.TimeoutError):
         return "timed out"
     return str(exc) or type(exc).__name__
+
+
+@functools.cache
+def _watch_class() -> type[Any]:
+    """kubernetes-asyncio's ``Watch`` on the cluster's own ApiClient. Its constructor makes an
+    ApiClient of its own, only to turn events into models (which informers never ask for):
+    an SSL context loading the system's certificates and an aiohttp session, some 30 ms of
+    CPU for every watch, and closing the watch closed that client. This one borrows the
+    cluster's, and closing it only lets go of its response. Made on first use, as
+    kubernetes-asyncio is imported then (``kube``)."""
+
+    class BorrowedWatch(kube.watch.Watch):
+        def __init__(self, client: Any) -> None:
+            # Watch.__init__'s attributes, with the cluster's client for its own.
+            self._raw_return_type = None
+            self._stop = False
+            self._api_client = client
+            self.resource_version = None
+            self.resp = None
+
+        async def close(self) -> None:
+            if self.resp is not None:
+                self.resp.release()
+                self.resp = None
+
+    return BorrowedWatch

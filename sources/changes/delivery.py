@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Final
 
+import anyio
 import httpx
 import orjson
 
@@ -216,7 +217,10 @@ class Deliverer:
         timeout = self.policy.timeout
         status: int | None = None
         try:
-            async with asyncio.timeout(timeout):
+            # anyio's bound, not asyncio's: httpx's transport closes a connection cut short in
+            # a scope shielded from anyio's cancellation only, and a native cancellation could
+            # interrupt that, leaving the connection open with nothing referring to it.
+            with anyio.fail_after(timeout):
                 async with client.stream(
                     "POST",
                     target.request_url,

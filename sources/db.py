@@ -248,8 +248,9 @@ class Database(Executor):
         finally:
             if not ended:
                 # Cut short while its BEGIN, COMMIT or ROLLBACK was on the wire (a task cancelled
-                # again as it rolled back, stopping): where the transaction stands is unknown,
-                # so the session ends, and the server rolls back whatever it left open.
+                # as it began, or again as it rolled back, when a server stops): where the
+                # transaction stands is unknown, so the session ends, and the server rolls back
+                # whatever it left open.
                 conn.terminate()
             await self._release(conn)
         self._reachable()

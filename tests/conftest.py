@@ -91,7 +91,7 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def demo_template(pg_admin_url: str, template_db: str) -> Iterator[str]:
     """A copy of the template with the demo organisation imported, made once a process: the
-    tests of ``demo_client`` (some 140) each imported it (a fifth of a second each)."""
+    tests of ``demo_client`` (some 120) each imported it (a fifth of a second each)."""
     from atrium.testing.databases import _run, create_database, drop_database
     from sources.catalog.store import apply_batch
 

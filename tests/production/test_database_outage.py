@@ -174,7 +174,7 @@ async def test_a_database_restart_under_load(server: PostgresServer) -> None:
     answers = load.answers
     before = [a for a in load.between(0, stopping) if a.started + a.seconds < stopping]
     assert before and [a for a in before if a.status != 200] == []
-    # A hang, measured against this run: no answer takes over SLOW, nor over twice the slowest
+    # A hang, measured against this run: an answer longer than both SLOW and twice the slowest
     # while the database was up (a machine busy with other work renders a page in seconds
     # then too; an answer that waits on a dead connection or a pool takes far longer).
     limit = max(SLOW, 2 * max(a.seconds for a in before))

@@ -84,8 +84,7 @@ async def test_a_transaction_cut_short_leaves_nothing_open(
 
     try:
         task = asyncio.create_task(work_under_the_lock())
-        await working.wait()
-        await asyncio.sleep(0.05)
+        await working.wait()  # set just before the statement or BEGIN it is in went out
         task.cancel()
         if when == "as-it-rolls-back":
             await asyncio.sleep(0)  # the task runs into its ROLLBACK and waits for the answer

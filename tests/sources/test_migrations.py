@@ -2,16 +2,32 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import Any
 
 import pytest
 
 from sources.db import Database
 from sources.errors import MigrationError
-from sources.migrations import apply_migrations, pending_migrations, read_migrations
+from sources.migrations import Migration, apply_migrations, pending_migrations, read_migrations
 
 
 def write(directory: Path, name: str, sql: str) -> None:
     (directory / name).write_text(sql)
+
+
+async def applied_together(
+    database_url: str, migrations: list[Migration], replicas: int, *queries: str
+) -> tuple[list[list[Migration]], list[Any]]:
+    """``replicas`` replicas, a pool each, applying ``migrations`` at once: what each said it
+    applied, and the value of each of ``queries`` after."""
+    pools = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(replicas)]
+    try:
+        results = await asyncio.gather(*(apply_migrations(p, migrations) for p in pools))
+        values = [await pools[0].fetchval(query) for query in queries]
+    finally:
+        for pool in pools:
+            await pool.close()
+    return results, values
 
 
 async def test_migrations_apply_in_order_once(db: Database, tmp_path: Path) -> None:
@@ -30,12 +46,7 @@ async def test_migrations_apply_in_order_once(db: Database, tmp_path: Path) -> N
 async def test_replicas_starting_together_apply_once(database_url: str, tmp_path: Path) -> None:
     write(tmp_path, "0001_slow.sql", "select pg_sleep(0.2); create table once (n int);")
     migrations = read_migrations("race", tmp_path)
-    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(3)]
-    try:
-        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
-    finally:
-        for replica in replicas:
-            await replica.close()
+    results, _ = await applied_together(database_url, migrations, 3)
     assert sorted(len(r) for r in results) == [0, 0, 1]
 
 
@@ -144,18 +155,13 @@ async def test_replicas_starting_together_build_an_online_index_once(
     )
     write(tmp_path, "0002_index.sql", ONLINE_BUILD)
     migrations = read_migrations("race", tmp_path)
-    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(3)]
-    try:
-        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
-        valid = await replicas[0].fetchval(
-            "select indisvalid from pg_index where indexrelid = 'things_n'::regclass"
-        )
-        recorded = await replicas[0].fetchval(
-            "select count(*) from atrium_migrations where scope = 'race' and version = 2"
-        )
-    finally:
-        for replica in replicas:
-            await replica.close()
+    results, (valid, recorded) = await applied_together(
+        database_url,
+        migrations,
+        3,
+        "select indisvalid from pg_index where indexrelid = 'things_n'::regclass",
+        "select count(*) from atrium_migrations where scope = 'race' and version = 2",
+    )
     assert valid and recorded == 1
     # Each migration is told as applied by one replica, the one that recorded it.
     names = sorted(m.name for r in results for m in r)
@@ -183,14 +189,11 @@ async def test_replicas_starting_together_build_online_indexes_of_one_table_in_a
             f" on things ({column});\nanalyze things;\n",
         )
     migrations = read_migrations("race", tmp_path)
-    replicas = [await Database.connect(database_url, min_size=1, max_size=2) for _ in range(4)]
-    try:
-        results = await asyncio.gather(*(apply_migrations(r, migrations) for r in replicas))
-        valid = await replicas[0].fetchval(
-            "select count(*) from pg_index where indisvalid and indrelid = 'things'::regclass"
-        )
-    finally:
-        for replica in replicas:
-            await replica.close()
+    results, (valid,) = await applied_together(
+        database_url,
+        migrations,
+        4,
+        "select count(*) from pg_index where indisvalid and indrelid = 'things'::regclass",
+    )
     assert valid == 3
     assert sorted(m.name for r in results for m in r) == ["index_k", "index_m", "index_n", "table"]

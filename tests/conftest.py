@@ -18,8 +18,9 @@ import pytest
 
 from atrium.testing.client import AppStack
 from atrium.testing.client import AtriumClient as Client
-from atrium.testing.databases import DatabaseCopies, redis_server
+from atrium.testing.copies import DatabaseCopies
 from atrium.testing.databases import admin_connection as _admin
+from atrium.testing.databases import redis_server
 from atrium.testing.databases import with_database as _with_database
 from graph.plugin import Plugin
 from sources.db import Database, DatabaseOptions
@@ -112,7 +113,7 @@ def demo_template(pg_admin_url: str, template_db: str) -> Iterator[str]:
 
 @pytest.fixture(scope="session")
 def demo_copies(pg_admin_url: str, demo_template: str) -> Iterator[DatabaseCopies]:
-    """Copies of ``demo_template``, made one ahead and dropped behind, as the kit's are."""
+    """Databases as fresh as ``demo_template``, made as the kit makes its own."""
     with DatabaseCopies(pg_admin_url, demo_template) as copies:
         yield copies
 

@@ -233,8 +233,12 @@ class AtriumClient(httpx.AsyncClient):
         if existing is not None and existing["title"]:
             metadata["title"] = existing["title"]
         documents.append(
-            {"apiVersion": "backstage.io/v1alpha1", "kind": "User", "metadata": metadata,
-             "spec": spec}
+            {
+                "apiVersion": "backstage.io/v1alpha1",
+                "kind": "User",
+                "metadata": metadata,
+                "spec": spec,
+            }
         )
         text = "\n---\n".join(orjson.dumps(d).decode() for d in documents)
         await self.load_catalog(text, location=f"atrium-testing:{name}")

@@ -3,9 +3,8 @@
 PostgreSQL: ``ATRIUM_TEST_DATABASE_URL`` (an admin URL tests may create databases on), else the
 one answering on 127.0.0.1:5432 (user postgres), else an embedded one (``pgserver``) in a
 temporary folder. A template database is migrated once per session; each test's database is
-copied from it (``create database ... template``), which takes milliseconds. ``DatabaseCopies``
-makes the copies one ahead and drops them behind, on a loop of its own through one admin
-connection, so that a test waits for neither.
+as fresh as the template: a copy of it, or one another test gave back with its rows and
+sequences put back as the template has them (``atrium.testing.copies``).
 
 Redis: ``ATRIUM_TEST_REDIS_URL``, else the one answering on 127.0.0.1:6379, else a
 ``redis-server`` of our own on a free port. Tests keep apart by key prefix.
@@ -17,7 +16,6 @@ synchronous fixtures whatever event loop (and loop scope) the tests use.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import socket
 import subprocess
@@ -28,15 +26,12 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Self, TypeVar
-
-from atrium.testing.loops import LoopThread
+from typing import TYPE_CHECKING, Any, TypeVar
 
 if TYPE_CHECKING:
     import asyncpg
 
 __all__ = [
-    "DatabaseCopies",
     "admin_connection",
     "create_database",
     "create_template",
@@ -138,93 +133,6 @@ def create_database(admin_url: str, template: str) -> str:
 
     _run(create)
     return with_database(admin_url, name)
-
-
-class DatabaseCopies:
-    """Copies of a template database, one per test: the next is made while a test runs, and
-    a test's is dropped after it while the next runs. One admin connection on a loop of its own
-    does both, in turn (a copy cannot be made while another session uses the template)."""
-
-    def __init__(self, admin_url: str, template: str) -> None:
-        self.admin_url = admin_url
-        self.template = template
-        self._thread = LoopThread("atrium-test-databases")
-        self._conn: asyncpg.Connection | None = None
-        self._turn: asyncio.Lock | None = None
-        self._next: asyncio.Future[str] | None = None
-        self._dropping: set[asyncio.Task[None]] = set()
-
-    def start(self) -> Self:
-        self._thread.start()
-        return self
-
-    def take(self) -> str:
-        """The URL of a fresh copy of the template, the test's own until ``give_back``."""
-        name = self._thread.run_sync(self._take())
-        return with_database(self.admin_url, name)
-
-    def give_back(self, url: str) -> None:
-        """Drop the copy ``url`` names (whoever is still connected), without waiting."""
-        self._thread.call_soon(self._drop_later, _name_of(url))
-
-    def close(self) -> None:
-        """Wait for the drops under way, drop the copy made ahead, close the connection."""
-        try:
-            self._thread.run_sync(self._close())
-        finally:
-            self._thread.close()
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
-
-    # On the loop.
-
-    async def _take(self) -> str:
-        made = self._next
-        # The next test's copy, made while this one runs (after this one's, on the first call:
-        # the lock is taken in call order).
-        self._next = asyncio.ensure_future(self._create())
-        if made is None:
-            return await self._create()
-        try:
-            return await made
-        except Exception:  # made ahead, and failed then (the server was away): once more now
-            return await self._create()
-
-    async def _execute(self, sql: str) -> None:
-        if self._turn is None:
-            self._turn = asyncio.Lock()
-        async with self._turn:
-            if self._conn is None or self._conn.is_closed():
-                import asyncpg
-
-                self._conn = await asyncpg.connect(self.admin_url)
-            await self._conn.execute(sql)
-
-    async def _create(self) -> str:
-        name = f"atrium_t_{uuid.uuid4().hex[:12]}"
-        await self._execute(f'create database "{name}" template "{self.template}"')
-        return name
-
-    def _drop_later(self, name: str) -> None:
-        task = asyncio.ensure_future(self._drop(name))
-        self._dropping.add(task)
-        task.add_done_callback(self._dropping.discard)
-
-    async def _drop(self, name: str) -> None:
-        await self._execute(f'drop database if exists "{name}" with (force)')
-
-    async def _close(self) -> None:
-        await asyncio.gather(*self._dropping, return_exceptions=True)
-        if self._next is not None:
-            # A copy that was never made has nothing to drop.
-            with contextlib.suppress(Exception):
-                await self._drop(await self._next)
-        if self._conn is not None:
-            await self._conn.close()
 
 
 def _name_of(name_or_url: str) -> str:

@@ -117,9 +117,7 @@ async def check_plan_equivalence(
     compared = 0
     for item in queries:
         query, variables = (item, None) if isinstance(item, str) else item
-        operations = [
-            d for d in parse(query).definitions if isinstance(d, OperationDefinitionNode)
-        ]
+        operations = [d for d in parse(query).definitions if isinstance(d, OperationDefinitionNode)]
         for operation in operations:
             if operation.operation is OperationType.SUBSCRIPTION:
                 continue

@@ -16,7 +16,7 @@ import pytest
 if TYPE_CHECKING:
     from atrium.testing.browser import AtriumBrowser
     from atrium.testing.client import AtriumClient
-    from atrium.testing.databases import DatabaseCopies
+    from atrium.testing.copies import DatabaseCopies
 
 __all__ = [
     "atrium_app",
@@ -99,8 +99,8 @@ def atrium_database_copies(
     atrium_pg_admin_url: str, atrium_template_database: str
 ) -> Iterator[DatabaseCopies]:
     """Where ``atrium_database_url`` takes its databases: copies of the template made one
-    ahead and dropped behind, on a loop of their own."""
-    from atrium.testing.databases import DatabaseCopies
+    ahead, and databases tests gave back made fresh again, on a loop of their own."""
+    from atrium.testing.copies import DatabaseCopies
 
     with DatabaseCopies(atrium_pg_admin_url, atrium_template_database) as copies:
         yield copies
@@ -108,7 +108,8 @@ def atrium_database_copies(
 
 @pytest.fixture
 def atrium_database_url(atrium_database_copies: DatabaseCopies) -> Iterator[str]:
-    """A fresh database of this test's own, with Atrium's core migrations; dropped after."""
+    """A fresh database of this test's own, with Atrium's core migrations; made fresh again
+    for another test after, or dropped (``DatabaseCopies``)."""
     url = atrium_database_copies.take()
     yield url
     atrium_database_copies.give_back(url)

@@ -111,13 +111,14 @@ async def test_a_client_still_connected_is_cut_off(copies: DatabaseCopies) -> No
     copies.give_back(url)
     copies.give_back(ahead)
     taken = [await asyncio.to_thread(copies.take) for _ in range(3)]
+    # Both given back came back made fresh (counted before these are given back in turn).
+    assert copies.refilled == 2
     with pytest.raises((asyncpg.InterfaceError, asyncpg.PostgresConnectionError, OSError)):
         await lingering.execute("insert into teams (name) values ('Too late')")
     await lingering.close()
     for fresh in taken:
         assert [r[1] for r in (await _state(fresh))["teams"]] == ["Checkout", "Search"]
         copies.give_back(fresh)
-    assert copies.refilled == 2
 
 
 async def test_a_database_whose_definitions_changed_is_dropped(
@@ -154,3 +155,41 @@ async def test_a_database_whose_definitions_changed_is_dropped(
                 == 0
             )
         copies.give_back(url)
+
+
+@pytest.fixture
+def creator(pg_admin_url: str) -> Iterator[str]:
+    """An admin URL of a role that may create databases but is no superuser."""
+    role = f"atrium_kit_creator_{id(object()):x}"
+
+    async def run(*statements: str) -> None:
+        async with admin_connection(pg_admin_url) as conn:
+            for statement in statements:
+                await conn.execute(statement)
+
+    asyncio.run(run(f"create role {role} login createdb password '{role}'"))
+    head, _, tail = pg_admin_url.partition("://")
+    yield f"{head}://{role}:{role}@{tail.partition('@')[2]}"
+    asyncio.run(run(f"drop owned by {role}", f"drop role {role}"))
+
+
+async def test_without_a_superuser_every_database_is_dropped_after_its_test(
+    creator: str,
+) -> None:
+    template = f"atrium_kit_own_{id(object()):x}"
+    async with admin_connection(creator) as conn:
+        await conn.execute(f'create database "{template}"')
+    async with admin_connection(with_database(creator, template)) as conn:
+        await conn.execute(TEMPLATE)
+    try:
+        with DatabaseCopies(creator, template) as copies:
+            urls = [await asyncio.to_thread(copies.take) for _ in range(2)]
+            for url in urls:
+                copies.give_back(url)
+            taken = [await asyncio.to_thread(copies.take) for _ in range(2)]
+            for url in taken:
+                assert (await _state(url))["next id"] == 3
+                copies.give_back(url)
+            assert copies.refilled == 0
+    finally:
+        await asyncio.to_thread(drop_database, creator, template)

@@ -7,6 +7,7 @@ import asyncio
 import contextlib
 import io
 import uuid
+import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
@@ -268,8 +269,15 @@ class DatabaseCopies:
         self.made += 1
         if self._contents is None and self._refills:
             # What a fresh copy holds, read from the first, which no test has used yet.
-            async with admin_connection(with_database(self.admin_url, name)) as conn:
-                self._contents = await _Contents.read(conn)
+            try:
+                async with admin_connection(with_database(self.admin_url, name)) as conn:
+                    self._contents = await _Contents.read(conn)
+            except Exception as exc:  # the copy is good: only making databases fresh is lost
+                self._refills = False
+                warnings.warn(
+                    f"databases given back will be dropped, not made fresh again: {exc!r}",
+                    stacklevel=1,
+                )
         return name
 
     async def _recycle(self, name: str) -> str:

@@ -22,7 +22,8 @@ __all__ = ["DatabaseCopies"]
 # What a database is made of besides its rows: every object defined in it (an oid past the
 # built-in ones) and what a test could change of each, and the database's own settings. Two
 # databases with the same fingerprint differ only in their rows and sequences, which
-# ``_refill`` puts back; what VACUUM and ANALYZE change (sizes, statistics) is left out.
+# ``_Contents.refill`` puts back; what VACUUM and ANALYZE change (sizes, statistics) is left
+# out.
 _FINGERPRINT = """
 select md5(coalesce(string_agg(line, ',' order by line), '')) from (
   select concat_ws('|', 'class', oid, relnamespace, relname, relkind, relnatts, relacl,

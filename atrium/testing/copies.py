@@ -6,12 +6,11 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import io
-import uuid
 import warnings
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Self
 
-from atrium.testing.databases import _name_of, admin_connection, with_database
+from atrium.testing.databases import _name_of, admin_connection, new_database_name, with_database
 from atrium.testing.loops import LoopThread
 
 if TYPE_CHECKING:
@@ -265,7 +264,7 @@ class DatabaseCopies:
             return await self._conn.fetchval(sql, *args)
 
     async def _create(self) -> str:
-        name = _new_name()
+        name = new_database_name()
         await self._execute(f'create database "{name}" template "{self.template}"')
         self.made += 1
         if self._contents is None and self._refills:
@@ -294,7 +293,7 @@ class DatabaseCopies:
         if contents is None or not self._refills:
             await self._drop(name)
             return None
-        renamed = _new_name()
+        renamed = new_database_name()
         try:
             # pg_terminate_backend waits (up to 5 s) for each to be gone.
             await self._execute(
@@ -334,7 +333,3 @@ class DatabaseCopies:
 
 class _Changed(Exception):
     """A test changed a database's definitions: it cannot be made fresh by its rows."""
-
-
-def _new_name() -> str:
-    return f"atrium_t_{uuid.uuid4().hex[:12]}"

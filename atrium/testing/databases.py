@@ -36,6 +36,7 @@ __all__ = [
     "create_database",
     "create_template",
     "drop_database",
+    "new_database_name",
     "port_answers",
     "postgres_admin_url",
     "redis_server",
@@ -125,7 +126,7 @@ def create_template(admin_url: str) -> str:
 
 def create_database(admin_url: str, template: str) -> str:
     """A fresh copy of ``template``; its URL."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
 
     async def create() -> None:
         async with admin_connection(admin_url) as conn:
@@ -133,6 +134,11 @@ def create_database(admin_url: str, template: str) -> str:
 
     _run(create)
     return with_database(admin_url, name)
+
+
+def new_database_name() -> str:
+    """A name for a test's database that no other has."""
+    return f"atrium_t_{uuid.uuid4().hex[:12]}"
 
 
 def _name_of(name_or_url: str) -> str:

@@ -69,6 +69,9 @@ end
 from pg_index i where i.indexrelid = to_regclass($1)
 """
 _LOOK_AGAIN: Final = 0.5  # seconds
+# Jitter from a generator of Atrium's own: the `random` module's shared state belongs to the
+# application (a test framework seeding it, or checking that nothing else draws from it).
+_jitter = random.Random()
 _SKIPPED_BUILDS: Final = 10  # builds skipped for another replica's that then failed
 _COLLISIONS: Final = 10  # tries of a statement that collides with other replicas' each time
 # Any constant works as long as every replica uses the same one.
@@ -250,7 +253,7 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 except asyncpg.PostgresError as exc:
                     if not _collided(exc):
                         raise
-                    await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
+                    await asyncio.sleep(_LOOK_AGAIN * (1 + _jitter.random()))
                     continue
                 if await conn.fetchval(_BUILD_STATE, name) == "valid":
                     break
@@ -259,7 +262,7 @@ async def _apply_online(db: Database, migration: Migration) -> None:
                 skipped += 1
                 if skipped > _SKIPPED_BUILDS:
                     raise MigrationError(f"the index {name} was left invalid by a failed build")
-                await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
+                await asyncio.sleep(_LOOK_AGAIN * (1 + _jitter.random()))
 
 
 def _collided(exc: asyncpg.PostgresError) -> bool:
@@ -282,4 +285,4 @@ async def _again_after_a_collision(conn: asyncpg.Connection, statement: str) -> 
         except asyncpg.PostgresError as exc:
             if not _collided(exc) or attempt == _COLLISIONS - 1:
                 raise
-        await asyncio.sleep(_LOOK_AGAIN * (1 + random.random()))
+        await asyncio.sleep(_LOOK_AGAIN * (1 + _jitter.random()))

@@ -13,7 +13,10 @@ imports ``a`` (the names come from its namespace, so a package's ``__init__`` co
   package; ``migrations`` imports nothing;
 - no module imports itself through others (no cycle), the benchmark's included;
 - no module is over ``MAX_LINES`` lines, but those ``LONG_MODULES`` names, each with why; the
-  benchmark's included.
+  benchmark's included;
+- no installed module draws from the ``random`` module's shared generator (its state belongs to
+  the application: Hypothesis, running in a thread beside a served app, fails a test whose
+  strategy saw it move).
 """
 
 from __future__ import annotations
@@ -256,3 +259,43 @@ def _cycle(graph: dict[str, dict[str, int]], component: list[str]) -> list[str]:
                 came_from[target] = node
                 queue.append(target)
     raise AssertionError(f"no cycle through {start}")  # a component always has one
+
+
+# The ``random`` module's functions that draw from (or reseed) its shared generator.
+_SHARED_RANDOM = {
+    "betavariate",
+    "choice",
+    "choices",
+    "expovariate",
+    "gauss",
+    "getrandbits",
+    "randbytes",
+    "randint",
+    "random",
+    "randrange",
+    "sample",
+    "seed",
+    "setstate",
+    "shuffle",
+    "uniform",
+}
+
+
+def test_no_installed_module_draws_from_the_shared_random_generator() -> None:
+    wrong = []
+    for name, module in modules().items():
+        if module.top in OUTSIDE:
+            continue
+        tree = ast.parse(module.path.read_text(), str(module.path))
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ImportFrom) and node.module == "random":
+                taken = {alias.name for alias in node.names} & _SHARED_RANDOM
+                wrong += [f"{_where(name, node.lineno)} imports random.{n}" for n in taken]
+            elif (
+                isinstance(node, ast.Attribute)
+                and isinstance(node.value, ast.Name)
+                and node.value.id == "random"
+                and node.attr in _SHARED_RANDOM
+            ):
+                wrong.append(f"{_where(name, node.lineno)} uses random.{node.attr}")
+    assert not wrong, "draw from a random.Random() of the module's own:\n" + "\n".join(wrong)

@@ -28,6 +28,9 @@ log = logging.getLogger("atrium.pincompute.informer")
 GROUP = "compute.atrium.dev"
 VERSION = "v1"
 PAGE_SIZE = 500
+# Jitter from a generator of the plugin's own: the `random` module's shared state belongs to
+# the application (a test framework seeding it, or checking that nothing else draws from it).
+_jitter = random.Random()
 MAX_BACKOFF = 60.0
 
 
@@ -78,7 +81,7 @@ class Informer:
                 message = _describe(exc)
                 self.cluster.health.error(message)
                 log.warning("informer failed; retrying", extra={**self._where(), "error": message})
-                await asyncio.sleep(backoff * (0.5 + random.random()))
+                await asyncio.sleep(backoff * (0.5 + _jitter.random()))
                 backoff = min(backoff * 2, MAX_BACKOFF)
 
     def _list_function(self) -> Any:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
@@ -30,7 +31,9 @@ SLOW = 2.0  # seconds: an answer slower than this, and than twice the usual, cou
 WORKERS = 2  # of each kind of request
 OUTAGE = 2.0  # seconds the database stays down
 RECOVERS_WITHIN = 10.0  # seconds after it is back
-AFTER = 1.5  # seconds of load after recovery, every answer of which must succeed
+# Answers of each kind after recovery, every one of which must succeed: counted, not a span of
+# time (a machine busy with other work answers a handful in a second and a half).
+AFTER_EACH = 5
 
 ENTITY = "component:default/checkout"
 SEARCH = "query Search($q: String!) { entities(search: $q, first: 5) { totalCount } }"
@@ -169,7 +172,11 @@ async def test_a_database_restart_under_load(server: PostgresServer) -> None:
                     recovered = time.monotonic()
                     break
             assert recovered is not None, f"not served again: {latest}"
-            await asyncio.sleep(AFTER)
+            while time.monotonic() < recovered + RECOVERS_WITHIN:
+                await asyncio.sleep(0.1)
+                counted = Counter(a.kind for a in load.since(recovered + 0.2))
+                if min(counted[kind] for kind in load.requests()) >= AFTER_EACH:
+                    break
 
     answers = load.answers
     before = [a for a in load.between(0, stopping) if a.started + a.seconds < stopping]
@@ -188,5 +195,6 @@ async def test_a_database_restart_under_load(server: PostgresServer) -> None:
     assert refused >= {"search", "mutation", "readyz"}, refused
     # Once it answered again, nothing failed: no connection from before the restart was left.
     after = load.since(recovered + 0.2)
-    assert len(after) > 20 and [a for a in after if a.status != 200] == []
-    assert {a.kind for a in after} == set(load.requests())
+    assert [a for a in after if a.status != 200] == []
+    counted = Counter(a.kind for a in after)
+    assert all(counted[kind] >= AFTER_EACH for kind in load.requests()), counted

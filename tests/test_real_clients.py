@@ -19,7 +19,6 @@ import subprocess
 import sys
 import tempfile
 import time
-import uuid
 from collections.abc import AsyncIterator, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -31,6 +30,7 @@ import httpx
 import orjson
 import pytest
 
+from atrium.testing.databases import new_database_name
 from sources.auth import create_token
 from sources.catalog.store import apply_batch
 from sources.db import Database
@@ -104,7 +104,7 @@ def _free_port() -> int:
 @pytest.fixture(scope="module")
 async def served(pg_admin_url: str, template_db: str) -> AsyncIterator[Served]:
     """`atrium serve` on a database of this module's own, with the demo organisation."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}" template "{template_db}"')
     url = _with_database(pg_admin_url, name)

@@ -10,6 +10,7 @@ whose definitions a test changed is dropped and never handed out again."""
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -17,7 +18,12 @@ import asyncpg
 import pytest
 
 from atrium.testing.copies import DatabaseCopies
-from atrium.testing.databases import admin_connection, drop_database, with_database
+from atrium.testing.databases import (
+    admin_connection,
+    drop_database,
+    new_database_name,
+    with_database,
+)
 
 TEMPLATE = """
 create table teams (
@@ -55,7 +61,7 @@ async def _state(url: str) -> dict[str, Any]:
 
 @pytest.fixture
 def template(pg_admin_url: str) -> Iterator[str]:
-    name = f"atrium_kit_{id(object()):x}"
+    name = new_database_name()
 
     async def make() -> None:
         async with admin_connection(pg_admin_url) as conn:
@@ -160,7 +166,7 @@ async def test_a_database_whose_definitions_changed_is_dropped(
 @pytest.fixture
 def creator(pg_admin_url: str) -> Iterator[str]:
     """An admin URL of a role that may create databases but is no superuser."""
-    role = f"atrium_kit_creator_{id(object()):x}"
+    role = f"atrium_kit_creator_{uuid.uuid4().hex[:12]}"
 
     async def run(*statements: str) -> None:
         async with admin_connection(pg_admin_url) as conn:
@@ -176,7 +182,7 @@ def creator(pg_admin_url: str) -> Iterator[str]:
 async def test_without_a_superuser_every_database_is_dropped_after_its_test(
     creator: str,
 ) -> None:
-    template = f"atrium_kit_own_{id(object()):x}"
+    template = new_database_name()
     async with admin_connection(creator) as conn:
         await conn.execute(f'create database "{template}"')
     async with admin_connection(with_database(creator, template)) as conn:

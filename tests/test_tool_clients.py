@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -23,6 +22,7 @@ from gql import Client, gql
 from gql.transport.exceptions import TransportQueryError
 from gql.transport.httpx import HTTPXAsyncTransport
 
+from atrium.testing.databases import new_database_name
 from sources.auth import create_token
 from sources.catalog.store import apply_batch
 from sources.db import Database
@@ -92,7 +92,7 @@ class Served:
 
 @pytest.fixture(scope="module")
 async def served(pg_admin_url: str, template_db: str) -> AsyncIterator[Served]:
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}" template "{template_db}"')
     url = _with_database(pg_admin_url, name)

@@ -8,7 +8,6 @@ import hashlib
 import os
 import re
 import tempfile
-import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -16,6 +15,7 @@ from pathlib import Path
 import httpx
 import yaml
 
+from atrium.testing.databases import new_database_name
 from atrium.testing.serve import Served
 from atrium.testing.serve import atrium_serve as serve
 from sources.catalog.store import apply_batch
@@ -52,7 +52,7 @@ async def demo_database(pg_admin_url: str, template_db: str) -> AsyncIterator[st
 @asynccontextmanager
 async def empty_database(pg_admin_url: str, template_db: str) -> AsyncIterator[str]:
     """A migrated database of its own, its catalog empty; dropped after."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}" template "{template_db}"')
     try:

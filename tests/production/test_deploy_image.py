@@ -13,7 +13,6 @@ import shutil
 import socket
 import subprocess
 import sys
-import uuid
 import zipfile
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -24,6 +23,7 @@ import httpx
 import orjson
 import pytest
 
+from atrium.testing.databases import new_database_name
 from sources.persisted import document_hash
 from tests import artifacts
 from tests.artifacts import BUILD_TIMEOUT, outside_this_checkout
@@ -174,7 +174,7 @@ def test_the_installed_atrium_is_the_wheels_alone(image: Image) -> None:
 
 @pytest.fixture
 async def empty_database(pg_admin_url: str) -> AsyncIterator[str]:
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}"')
     yield _with_database(pg_admin_url, name)

@@ -10,12 +10,12 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import uuid
 from collections.abc import AsyncIterator
 
 import asyncpg
 import pytest
 
+from atrium.testing.databases import new_database_name
 from sources.db import Database, DatabaseOptions
 from sources.errors import DatabaseUnavailable
 from sources.migrations import apply_migrations, core_migrations
@@ -47,7 +47,7 @@ def bounced(pgbouncer: PgBouncer, database_url: str) -> str:
 @pytest.fixture
 async def empty_database(pg_admin_url: str) -> AsyncIterator[str]:
     """A database with nothing in it, not even the migrations."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}"')
     yield _with_database(pg_admin_url, name)

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator, Iterator
 import asyncpg
 import pytest
 
+from atrium.testing.databases import new_database_name
 from sources.jobs import LEASE_SHARE
 from tests.conftest import _admin, _with_database
 from tests.production.replicas import (
@@ -56,7 +57,7 @@ def directory(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Slapd]:
 @pytest.fixture(scope="module")
 async def empty_database(pg_admin_url: str) -> AsyncIterator[str]:
     """A database of this module's own with nothing in it: not even the migrations."""
-    name = f"atrium_t_{uuid.uuid4().hex[:12]}"
+    name = new_database_name()
     async with _admin(pg_admin_url) as conn:
         await conn.execute(f'create database "{name}"')
     yield _with_database(pg_admin_url, name)

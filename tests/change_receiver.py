@@ -48,6 +48,7 @@ class Received:
     signature: str
     body: bytes
     connection: int  # the sender's port: requests with the same one came on one connection
+    host: str  # the Host header
     status: int | None = None  # None: never answered (held, then dropped)
 
     @property
@@ -204,7 +205,7 @@ class _Server:
         self.released = asyncio.Event()
         if not hold:
             self.released.set()
-        self.records: list[tuple[str, str, str, bytes]] = []
+        self.records: list[tuple[str, str, str, bytes, int, str]] = []
         self.statuses: list[int | None] = []
         self.stopped = asyncio.Event()
 
@@ -259,6 +260,7 @@ class _Server:
                 headers.get("X-Atrium-Signature-256", ""),
                 body,
                 peer[1] if peer else 0,
+                headers.get("Host", ""),
             )
         )
         self.statuses.append(None)

@@ -48,14 +48,10 @@ class Target:
 
     @property
     def request_url(self) -> str:
-        """The URL with the checked address in place of the host name."""
-        literal = f"[{self.address}]" if self.address.version == 6 else str(self.address)
-        return urlsplit(self.url)._replace(netloc=f"{literal}:{self.port}").geturl()
-
-    @property
-    def host_header(self) -> str:
-        host = f"[{self.host}]" if ":" in self.host else self.host
-        return host if _DEFAULT_PORTS[self.scheme] == self.port else f"{host}:{self.port}"
+        """The URL as a request spells it (the host in ASCII, the rest percent-encoded), as
+        check_url's parser accepted it; connections go to ``address`` whatever the host
+        resolves to by then (sources.changes.delivery)."""
+        return str(httpx.URL(self.url))
 
 
 def check_url(url: str) -> tuple[str, str, int]:
@@ -65,8 +61,8 @@ def check_url(url: str) -> tuple[str, str, int]:
     try:
         parts = urlsplit(url.strip())
         port = parts.port
-        # What the delivery's client will be given: it refuses what urlsplit lets through
-        # (control characters, spaces in the host).
+        # The parser of Target.request_url, what deliveries request: it refuses what urlsplit
+        # (and aiohttp's own, yarl) let through: control characters.
         httpx.URL(url.strip())
     except (ValueError, httpx.InvalidURL) as exc:
         raise ChangeHookError(f"url: {exc}") from None

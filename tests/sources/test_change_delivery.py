@@ -21,6 +21,7 @@ from sources.changes.delivery import IN_FLIGHT, Deliverer, DeliveryPolicy
 from sources.changes.hooks import create_hook, get_hook, redeliver
 from sources.changes.outbox import Backoff, claim, record
 from sources.changes.secrets import SecretBox
+from sources.changes.targets import Target, resolve_target
 from sources.db import Database
 from tests.change_receiver import SECRET, Answer, Receiver, eventually
 
@@ -345,6 +346,35 @@ async def test_an_answer_slower_than_the_timeout_is_a_failure_retried(
     finally:
         await deliverer.aclose()
     assert len(receiver.accepted) == 1 and len(receiver.received) == 2
+
+
+async def test_a_delivery_goes_to_the_address_checked_not_where_the_name_leads_now(
+    db: Database, receiver: Receiver, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The name is resolved once, by the check; the connection goes to that address (here a
+    name that resolves nowhere at all), and the request still names the host."""
+    from sources.changes import delivery
+
+    checked = await resolve_target(receiver.url, POLICY.allowed_networks, 5.0)
+    rebound = f"http://receiver.invalid:{receiver.port}/events"
+    pinned = replace(checked, url=rebound, host="receiver.invalid")
+
+    async def resolved(url: str, allowed: object, within: float) -> Target:
+        assert url == rebound
+        return pinned
+
+    monkeypatch.setattr(delivery, "resolve_target", resolved)
+    await create_hook(
+        db, SecretBox(None), url=rebound, secret=SECRET, kinds=None, created_by="test"
+    )
+    await import_components(db, ["checkout"], "first")
+    deliverer = Deliverer(db, POLICY, SecretBox(None))
+    try:
+        assert await deliverer.deliver_due() == 1
+    finally:
+        await deliverer.aclose()
+    [got] = receiver.received
+    assert got.status == 200 and got.host == f"receiver.invalid:{receiver.port}"
 
 
 @pytest.mark.parametrize("named", ["localhost", "elsewhere.example"])

@@ -48,11 +48,14 @@ async def test_allowed_networks_let_a_receiver_inside_through() -> None:
 
 async def test_a_public_address_passes_and_is_the_one_connected_to() -> None:
     target = await resolve_target("https://93.184.216.34/hooks/atrium?a=b", [], 5.0)
-    assert target.request_url == "https://93.184.216.34:443/hooks/atrium?a=b"
-    assert target.host_header == "93.184.216.34"
+    assert (str(target.address), target.port) == ("93.184.216.34", 443)
+    assert target.request_url == "https://93.184.216.34/hooks/atrium?a=b"
     v6 = await resolve_target("http://[2606:4700::1]:8080/x", [], 5.0)
+    assert (str(v6.address), v6.port) == ("2606:4700::1", 8080)
     assert v6.request_url == "http://[2606:4700::1]:8080/x"
-    assert v6.host_header == "[2606:4700::1]:8080"
+    # As requests spell it: the host in ASCII, the rest percent-encoded.
+    named = await resolve_target("http://[2606:4700::1]/b\u00fccher?q=a b", [], 5.0)
+    assert named.request_url == "http://[2606:4700::1]/b%C3%BCcher?q=a%20b"
 
 
 @pytest.mark.parametrize(

@@ -180,7 +180,7 @@ def demo_cluster(catalog: Path, kubeconfig: Path) -> Iterator[str]:
 
 
 async def _serve(catalog: Path, url: list[str], ready: threading.Event) -> None:
-    emulator = BridgedEmulator(keep_requests=False)  # it runs for hours
+    emulator = BridgedEmulator()
     register(emulator, DEFAULT_RESOURCES)
     logs: dict[tuple[str, str], PodLog] = {}
 

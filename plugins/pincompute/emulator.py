@@ -124,11 +124,12 @@ class BridgedEmulator(kmock.KubernetesEmulator):
     `resourceVersion` it asks for; it never sends BOOKMARK events.
     """
 
-    # Whether served requests are kept (kmock's ``requests``, for a test's assertions). kmock
-    # matches each request against its reactions by scanning the requests kept, so an emulator
-    # that runs for long (the demo's) must not keep them: each request would be slower than the
-    # last.
-    keep_requests: bool = True
+    # Whether served requests are kept once answered (kmock's ``requests``, for assertions on
+    # kmock's own views). kmock matches each request against its reactions by scanning the
+    # requests kept, so an emulator that keeps them gets slower with every request it serves:
+    # the demo's runs for hours, a test session's for thousands of requests. Atrium's test
+    # harness keeps its own record (tests/kube.py), and nothing else reads kmock's.
+    keep_requests: bool = False
     last_resource_version: int = attrs.field(default=0, init=False)
     open_watches: collections.Counter[str] = attrs.field(factory=collections.Counter, init=False)
     _watches_changed: asyncio.Condition = attrs.field(factory=asyncio.Condition, init=False)

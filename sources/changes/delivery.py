@@ -132,9 +132,7 @@ class Deliverer:
         self.policy = policy
         self.box = box
         self._clients: dict[int, tuple[tuple[str, str, str, int], aiohttp.ClientSession]] = {}
-        # The system's authorities, or SSL_CERT_FILE's as it is when the deliverer is made
-        # (aiohttp's default context is made once, when it is imported).
-        self._tls = ssl.create_default_context()
+        self._tls: ssl.SSLContext | None = None  # made for the first https hook
 
     async def aclose(self) -> None:
         clients, self._clients = list(self._clients.values()), {}
@@ -234,7 +232,10 @@ class Deliverer:
         if kept is not None:
             await kept[1].close()
         connector = aiohttp.TCPConnector(
-            limit=IN_FLIGHT, resolver=_Pinned(target), use_dns_cache=False, ssl=self._tls
+            limit=IN_FLIGHT,
+            resolver=_Pinned(target),
+            use_dns_cache=False,
+            ssl=self._authorities() if target.scheme == "https" else True,
         )
         client = aiohttp.ClientSession(
             connector=connector,
@@ -244,6 +245,13 @@ class Deliverer:
         )
         self._clients[hook_id] = (key, client)
         return client
+
+    def _authorities(self) -> ssl.SSLContext:
+        """The system's trusted authorities, or SSL_CERT_FILE's as it is when the first https
+        hook is served (aiohttp's default context is made once, when aiohttp is imported)."""
+        if self._tls is None:
+            self._tls = ssl.create_default_context()
+        return self._tls
 
     async def _post(
         self, client: aiohttp.ClientSession, url: URL, secret: str, delivery: Claimed

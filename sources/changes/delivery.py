@@ -207,12 +207,15 @@ class Deliverer:
             target = await resolve_target(
                 hook.url, self.policy.allowed_networks, self.policy.timeout
             )
+            # Spelt as the check accepted it; the pool's resolver pins the address (_Pinned).
+            url = URL(target.request_url, encoded=True)
         except ChangeHookError as exc:
             errors.update((delivery.id, str(exc)) for delivery in batch)
             return
+        except ValueError as exc:  # a URL the check let through and the client does not take
+            errors.update((delivery.id, f"url: {exc}"[:_ERROR_CHARS]) for delivery in batch)
+            return
         client = await self._client(hook.id, target)
-        # Spelt as the check accepted it; the pool's resolver pins the address (_Pinned).
-        url = URL(target.request_url, encoded=True)
         slots = asyncio.Semaphore(IN_FLIGHT)
 
         async def one(delivery: Claimed) -> None:

@@ -17,6 +17,7 @@ read it, copy it before changing anything."""
 from __future__ import annotations
 
 import fcntl
+import fnmatch
 import hashlib
 import os
 import shutil
@@ -32,8 +33,10 @@ from tests.production import dockerfile
 
 __all__ = [
     "BUILD_TIMEOUT",
+    "EXAMPLE_PLUGIN",
     "WHEEL_STAGE",
     "atrium_wheel",
+    "example_plugin_site",
     "outside_this_checkout",
     "shared",
     "wheel_stage",
@@ -41,6 +44,8 @@ __all__ = [
 
 BUILD_TIMEOUT = 600  # seconds, a bound on a stuck build, not a measure
 WHEEL_STAGE = "wheel"
+EXAMPLE_PLUGIN = ROOT / "tests" / "example_plugin"
+_BUILT_IN_PLACE = ("__pycache__", "build", "*.egg-info")  # what a build leaves in its source
 
 
 def outside_this_checkout() -> dict[str, str]:
@@ -125,3 +130,35 @@ def atrium_wheel(factory: pytest.TempPathFactory) -> Path:
     _, (_, out) = dockerfile.build_step(dockerfile.stages()[WHEEL_STAGE])
     [wheel] = dockerfile.inside(wheel_stage(factory), "/", out).glob("atrium-*.whl")
     return wheel
+
+
+def example_plugin_site(factory: pytest.TempPathFactory) -> Path:
+    """The example plugin (tests/example_plugin) pip-installed into a directory of its own, as
+    any package is (``--target``, without its dependencies), built from a copy of its sources:
+    pip builds in the source tree, and a build in the checkout would leave build/ and egg-info
+    there, shared by processes building at once."""
+    digest = hashlib.sha256()
+    for path in sorted(EXAMPLE_PLUGIN.rglob("*")):
+        relative = path.relative_to(EXAMPLE_PLUGIN)
+        built = any(fnmatch.fnmatch(part, p) for part in relative.parts for p in _BUILT_IN_PLACE)
+        if path.is_file() and not built:
+            data = path.read_bytes()
+            digest.update(f"{relative}\0{len(data)}\0".encode())
+            digest.update(data)
+
+    def build(root: Path) -> None:
+        source = root / "source"
+        shutil.copytree(EXAMPLE_PLUGIN, source, ignore=shutil.ignore_patterns(*_BUILT_IN_PLACE))
+        done = subprocess.run(
+            [
+                *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"),
+                *("--no-build-isolation", "--target", str(root / "site"), str(source)),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            timeout=BUILD_TIMEOUT,
+        )
+        assert done.returncode == 0, f"the example plugin did not install:\n{done.stdout[-4000:]}"
+
+    return shared(factory, "example-plugin", digest.hexdigest(), build) / "site"

@@ -5,19 +5,19 @@ HTML, and React hydrates it: the same node after React starts, no error, the pol
 from __future__ import annotations
 
 import subprocess
-import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
 from playwright.async_api import Browser
 
+from tests.artifacts import EXAMPLE_PLUGIN, example_plugin_site
 from tests.conftest import ROOT
 from tests.console.browser import console_page
 from tests.console.server import Served, atrium_serve, build_digest, demo_database
 from tests.kube import Cluster
 
-EXAMPLE = ROOT / "tests" / "example_plugin"
+EXAMPLE = EXAMPLE_PLUGIN
 PAGE = "/catalog/default/component/checkout"
 # The server's panel node, kept before any module runs; React's first render comes later.
 KEEP = """
@@ -30,16 +30,7 @@ document.addEventListener('readystatechange', () => {
 @pytest.fixture(scope="module")
 def site(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """The example plugin pip-installed, as any package is."""
-    site = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            *(sys.executable, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index"),
-            *("--no-build-isolation", "--target", str(site), str(EXAMPLE)),
-        ],
-        check=True,
-        capture_output=True,
-    )
-    return site
+    return example_plugin_site(tmp_path_factory)
 
 
 @pytest.fixture(scope="module")

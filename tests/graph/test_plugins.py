@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib
-import subprocess
 import sys
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -28,32 +27,14 @@ from graph.plugin import (
 from graph.settings import Settings
 from sources.catalog.documents import parse_documents
 from sources.catalog.store import apply_batch
+from tests.artifacts import example_plugin_site
 from tests.conftest import AppFactory
-
-EXAMPLE = Path(__file__).resolve().parent.parent / "example_plugin"
 
 
 @pytest.fixture(scope="module")
 def installed_example(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
-    """pip-install the example plugin package into a folder put on sys.path."""
-    target = tmp_path_factory.mktemp("site")
-    subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--quiet",
-            "--no-deps",
-            "--no-index",
-            "--no-build-isolation",
-            "--target",
-            str(target),
-            str(EXAMPLE),
-        ],
-        check=True,
-        capture_output=True,
-    )
+    """The example plugin package pip-installed into a folder put on sys.path."""
+    target = example_plugin_site(tmp_path_factory)
     sys.path.insert(0, str(target))
     importlib.invalidate_caches()
     yield target

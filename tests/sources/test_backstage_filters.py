@@ -85,11 +85,15 @@ async def demo(db: Database) -> Database:
     return db
 
 
-async def _plan(db: Database, sql: str, params: tuple[Any, ...]) -> str:
+async def _plan(
+    db: Database, sql: str, params: tuple[Any, ...], *, ruled_out: tuple[str, ...] = ()
+) -> str:
     """The plan PostgreSQL would choose at scale: a sequential scan of the demo's 190 rows is
-    cheaper than any index, so it is ruled out, as it is by a quarter of a million rows."""
+    cheaper than any index, so it is ruled out, as it is by a quarter of a million rows; so are
+    the ``ruled_out`` plan types (``enable_<type>``)."""
     async with db.transaction() as tx:
-        await tx.execute("set local enable_seqscan = off")
+        for kind in ("seqscan", *ruled_out):
+            await tx.execute(f"set local enable_{kind} = off")
         rows = await tx.fetch(f"explain {sql}", *params)
     return "\n".join(row[0] for row in rows)
 
@@ -121,7 +125,12 @@ async def test_a_kind_and_name_page_reads_an_index_in_order(demo: Database) -> N
     where = to_where(parse_filters(["kind=component,spec.type=service"]))
     n = len(where.params)
     params = (*where.params, "checkout", "component:default/checkout", 20, 0)
-    plan = await _plan(demo, keyset_sql(Order.NAME_ASC, where.sql, n), params)
+    # At 190 rows, a bitmap scan of the index and a sort of its few rows costs less than
+    # reading the index in order, once autovacuum has analysed the table (and not before: the
+    # plan changed from run to run). Ruled out as they are by a quarter of a million rows, the
+    # sort stays in the plan unless the index gives the order.
+    sql = keyset_sql(Order.NAME_ASC, where.sql, n)
+    plan = await _plan(demo, sql, params, ruled_out=("bitmapscan", "sort"))
     assert "entities_kind_name" in plan and "Sort" not in plan, plan
 
 

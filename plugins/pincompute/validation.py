@@ -4,9 +4,8 @@ from __future__ import annotations
 
 from functools import cache
 from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
-import jsonschema
 import yaml
 
 from graph.plugin import InvalidYaml, load_yaml
@@ -16,6 +15,9 @@ from plugins.pincompute.model import cpu_millis, memory_bytes, requested
 from plugins.pincompute.names import is_label, is_subdomain
 from plugins.pincompute.settings import Quota
 from plugins.pincompute.store import ENTITY_ANNOTATION, Key
+
+if TYPE_CHECKING:
+    import jsonschema
 
 __all__ = [
     "ManifestError",
@@ -48,6 +50,8 @@ def _schema(kind: str) -> dict[str, Any]:
 
 @cache
 def _validator(kind: str) -> jsonschema.protocols.Validator:
+    import jsonschema  # the first manifest checked pays for it, not every process's start
+
     schema = _schema(kind)
     cls = jsonschema.validators.validator_for(schema, default=jsonschema.Draft7Validator)
     return cls(schema)

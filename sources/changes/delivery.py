@@ -14,12 +14,8 @@ connections kept open from one delivery to the next (each answer is read to its 
 request is only started while the claim's lease leaves it ``timeout`` to finish: whatever a
 replica sent has finished, one way or the other, before another replica may claim it again.
 
-The client is aiohttp's (its HTTP parser is C, and its pool takes a kept connection without
-polling every other one, as httpx's did on each request: a third of a delivery's CPU). Each hook
-has a pool of its own whose resolver answers the hook's host name with the address that was
-checked (``sources.changes.targets``) and nothing else: the connection goes where the check said
-while TLS still names and verifies the host. Certificates are checked against the system's
-trusted authorities (``SSL_CERT_FILE`` names others); no proxy is used.
+Each hook has a pool of connections of its own, pinned to the address that was checked
+(``sources.changes.wire``, imported when the first hook is served).
 """
 
 from __future__ import annotations
@@ -28,24 +24,23 @@ import asyncio
 import hashlib
 import hmac
 import logging
-import socket
 import ssl
 import time
 import uuid
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
-import aiohttp
 import orjson
-from aiohttp.abc import AbstractResolver, ResolveResult
-from yarl import URL
 
 from sources.changes.outbox import Backoff, Claimed, HookDue, Outcome, claim, due_hooks, record
 from sources.changes.secrets import SecretBox
 from sources.changes.targets import IPNetwork, Target, resolve_target
 from sources.db import Database
 from sources.errors import ChangeHookError
+
+if TYPE_CHECKING:
+    from sources.changes.wire import HookClient
 
 __all__ = ["IN_FLIGHT", "Deliverer", "DeliveryPolicy", "payload", "sign"]
 
@@ -54,7 +49,6 @@ log = logging.getLogger("atrium.changes")
 IN_FLIGHT: Final = 16  # requests out at once per hook and replica
 _USER_AGENT: Final = "Atrium-Change-Events"
 _ERROR_CHARS: Final = 500
-_ANSWER_BYTES: Final = 64 * 1024  # an answer read to its end, for its connection's sake
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,44 +80,6 @@ def payload(delivery: Claimed) -> bytes:
     )
 
 
-async def _read_answer(response: aiohttp.ClientResponse) -> None:
-    """Read the answer's body, unless it is long, and drop it: a connection whose answer was
-    read to its end takes the next delivery, where one left unread is closed (a connection per
-    delivery, with its handshakes). What the body says, or a failure to read it, changes
-    nothing: the status was the answer."""
-    read = 0
-    async for chunk in response.content.iter_any():
-        read += len(chunk)
-        if read > _ANSWER_BYTES:
-            return  # not worth its connection
-
-
-class _Pinned(AbstractResolver):
-    """A hook pool's resolver: its host is at the address that was checked (a pool is made for
-    one target, and follows no redirect to another host)."""
-
-    def __init__(self, target: Target) -> None:
-        self._target = target
-
-    async def resolve(
-        self, host: str, port: int = 0, family: socket.AddressFamily = socket.AF_INET
-    ) -> list[ResolveResult]:
-        address = self._target.address
-        return [
-            ResolveResult(
-                hostname=host,
-                host=str(address),
-                port=port,
-                family=socket.AF_INET6 if address.version == 6 else socket.AF_INET,
-                proto=0,
-                flags=socket.AI_NUMERICHOST,
-            )
-        ]
-
-    async def close(self) -> None:
-        return None
-
-
 class Deliverer:
     """Delivers what is due, for every hook; ``aclose`` when done."""
 
@@ -131,7 +87,7 @@ class Deliverer:
         self.db = db
         self.policy = policy
         self.box = box
-        self._clients: dict[int, tuple[tuple[str, str, str, int], aiohttp.ClientSession]] = {}
+        self._clients: dict[int, tuple[tuple[str, str], HookClient]] = {}
         self._tls: ssl.SSLContext | None = None  # made for the first https hook
 
     async def aclose(self) -> None:
@@ -207,45 +163,36 @@ class Deliverer:
             target = await resolve_target(
                 hook.url, self.policy.allowed_networks, self.policy.timeout
             )
-            # Spelt as the check accepted it; the pool's resolver pins the address (_Pinned).
-            url = URL(target.request_url, encoded=True)
+            client = await self._client(hook.id, target)
         except ChangeHookError as exc:
             errors.update((delivery.id, str(exc)) for delivery in batch)
             return
         except ValueError as exc:  # a URL the check let through and the client does not take
             errors.update((delivery.id, f"url: {exc}"[:_ERROR_CHARS]) for delivery in batch)
             return
-        client = await self._client(hook.id, target)
         slots = asyncio.Semaphore(IN_FLIGHT)
 
         async def one(delivery: Claimed) -> None:
             async with slots:
                 if deadline - time.monotonic() >= self.policy.timeout:
-                    errors[delivery.id] = await self._post(client, url, secret, delivery)
+                    errors[delivery.id] = await self._post(client, secret, delivery)
 
         await asyncio.gather(*(one(delivery) for delivery in batch))
 
-    async def _client(self, hook_id: int, target: Target) -> aiohttp.ClientSession:
-        # A pool per hook, made again when its host resolves elsewhere: a connection made (and
-        # its certificate checked) for one name and address is never used for another.
-        key = (target.scheme, target.host, str(target.address), target.port)
+    async def _client(self, hook_id: int, target: Target) -> HookClient:
+        """The hook's pool, made again when its URL changes or its host resolves elsewhere: a
+        connection made (and its certificate checked) for one name and address is never used
+        for another. Raises ValueError for a URL the client cannot spell."""
+        from sources.changes.wire import HookClient
+
+        key = (target.request_url, str(target.address))
         kept = self._clients.get(hook_id)
         if kept is not None and kept[0] == key:
             return kept[1]
         if kept is not None:
             await kept[1].close()
-        connector = aiohttp.TCPConnector(
-            limit=IN_FLIGHT,
-            resolver=_Pinned(target),
-            use_dns_cache=False,
-            ssl=self._authorities() if target.scheme == "https" else True,
-        )
-        client = aiohttp.ClientSession(
-            connector=connector,
-            timeout=aiohttp.ClientTimeout(total=None),  # each delivery's bound is _post's
-            auto_decompress=False,  # the answer is dropped unread
-            trust_env=False,
-        )
+        tls = self._authorities() if target.scheme == "https" else None
+        client = HookClient(target, IN_FLIGHT, self.policy.timeout, tls)
         self._clients[hook_id] = (key, client)
         return client
 
@@ -256,9 +203,7 @@ class Deliverer:
             self._tls = ssl.create_default_context()
         return self._tls
 
-    async def _post(
-        self, client: aiohttp.ClientSession, url: URL, secret: str, delivery: Claimed
-    ) -> str | None:
+    async def _post(self, client: HookClient, secret: str, delivery: Claimed) -> str | None:
         body = payload(delivery)
         headers = {
             "Content-Type": "application/json",
@@ -267,25 +212,11 @@ class Deliverer:
             "X-Atrium-Delivery": str(delivery.delivery_id),
             "X-Atrium-Signature-256": sign(secret, body),
         }
-        timeout = self.policy.timeout
-        status: int | None = None
-        try:
-            async with asyncio.timeout(timeout):
-                async with client.post(
-                    url, data=body, headers=headers, allow_redirects=False
-                ) as response:
-                    status = response.status
-                    await _read_answer(response)
-        except TimeoutError:
-            if status is None:
-                return f"no answer within {timeout:g} s"
-        except aiohttp.ClientError as exc:
-            if status is None:
-                why = str(exc) or type(exc).__name__
-                return f"could not be reached: {why}"[:_ERROR_CHARS]
-        assert status is not None
-        if 200 <= status < 300:
+        answer = await client.post(body, headers)
+        if isinstance(answer, str):
+            return answer[:_ERROR_CHARS]
+        if 200 <= answer < 300:
             return None
-        if 300 <= status < 400:
-            return f"answered HTTP {status}: redirects are not followed"
-        return f"answered HTTP {status}"
+        if 300 <= answer < 400:
+            return f"answered HTTP {answer}: redirects are not followed"
+        return f"answered HTTP {answer}"

@@ -1,8 +1,9 @@
 """Reading users and groups with paged searches, each search on its own connection.
 
-ldap3 has no asyncio; its thread-safe synchronous strategy runs in worker threads. Errors on any
-page raise (``raise_exceptions``): a search that stopped half-way must never look complete,
-because the sync would then delete everyone it did not see.
+ldap3 has no asyncio; its thread-safe synchronous strategy runs in worker threads (which
+import it, the first time a directory is read: a process that reads none never pays for it).
+Errors on any page raise (``raise_exceptions``): a search that stopped half-way must never look
+complete, because the sync would then delete everyone it did not see.
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ import asyncio
 import ssl
 from collections.abc import Callable
 from dataclasses import dataclass
-
-import ldap3
-from ldap3.core.exceptions import LDAPException
+from typing import TYPE_CHECKING
 
 from sources.errors import DirectoryUnavailable
 from sources.ldap.config import DirectoryConfig
+
+if TYPE_CHECKING:
+    import ldap3
 
 __all__ = ["RawEntry", "read_directory"]
 
@@ -33,6 +35,8 @@ Progress = Callable[[str, int], None]
 
 
 def _connect(config: DirectoryConfig) -> ldap3.Connection:
+    import ldap3
+
     tls = None
     if config.url.lower().startswith("ldaps://") or config.start_tls:
         tls = ldap3.Tls(
@@ -72,6 +76,24 @@ def _search(
     what: str,
     progress: Progress | None,
 ) -> list[RawEntry]:
+    from ldap3.core.exceptions import LDAPException
+
+    try:
+        return _paged(config, base, search_filter, attributes, what, progress)
+    except (LDAPException, OSError) as exc:
+        raise DirectoryUnavailable(f"reading {config.url} failed: {exc}") from exc
+
+
+def _paged(
+    config: DirectoryConfig,
+    base: str,
+    search_filter: str,
+    attributes: list[str],
+    what: str,
+    progress: Progress | None,
+) -> list[RawEntry]:
+    import ldap3
+
     conn = _connect(config)
     try:
         found: list[RawEntry] = []
@@ -99,27 +121,19 @@ def _search(
 async def read_directory(
     config: DirectoryConfig, progress: Progress | None = None
 ) -> tuple[list[RawEntry], list[RawEntry]]:
-    """All users and all groups, read concurrently; raises DirectoryUnavailable on any error."""
+    """All users and all groups, read concurrently; raises DirectoryUnavailable on any error
+    (``_search``)."""
     a = config.attributes
     # An empty name leaves an attribute out: reading users' memberOf is costly where the
     # server computes it (OpenLDAP's dynlist), and redundant when groups list their members.
     user_attributes = [n for n in (a.user_name, a.display_name, a.email, a.member_of, a.uid) if n]
     wanted = (a.group_name, a.display_name, a.email, a.description, a.member, a.member_of, a.uid)
     group_attributes = [n for n in wanted if n]
-    try:
-        return await asyncio.gather(
-            asyncio.to_thread(
-                _search, config, config.users_dn, a.user_filter, user_attributes, "users", progress
-            ),
-            asyncio.to_thread(
-                _search,
-                config,
-                config.groups_dn,
-                a.group_filter,
-                group_attributes,
-                "groups",
-                progress,
-            ),
-        )
-    except (LDAPException, OSError) as exc:
-        raise DirectoryUnavailable(f"reading {config.url} failed: {exc}") from exc
+    return await asyncio.gather(
+        asyncio.to_thread(
+            _search, config, config.users_dn, a.user_filter, user_attributes, "users", progress
+        ),
+        asyncio.to_thread(
+            _search, config, config.groups_dn, a.group_filter, group_attributes, "groups", progress
+        ),
+    )

@@ -77,13 +77,14 @@ node:
 	fi
 
 # The console (web/): its npm packages as the lock pins them, and its build (Vite's manifest,
-# the hashed assets and the persisted-query manifest in web/dist/) when its sources changed.
+# the hashed assets and the persisted-query manifest in web/dist/) when its sources changed,
+# type-checked first (the image's build, deploy/build-console.sh, leaves that to this).
 $(WEB)/node_modules/.installed: $(WEB)/package-lock.json $(WEB)/package.json | node
 	cd $(WEB) && npm ci --no-audit --no-fund --loglevel=error
 	touch $@
 
 $(WEB)/dist/.built: $(WEB)/node_modules/.installed $(WEB_SOURCES)
-	cd $(WEB) && npm run --silent build
+	cd $(WEB) && npm run --silent typecheck && npm run --silent build
 	touch $@
 
 web: $(WEB)/dist/.built

@@ -187,9 +187,10 @@ class Deliverer:
 
         key = (target.request_url, str(target.address))
         kept = self._clients.get(hook_id)
-        if kept is not None and kept[0] == key:
-            return kept[1]
         if kept is not None:
+            if kept[0] == key:
+                return kept[1]
+            del self._clients[hook_id]  # closed, never handed out again
             await kept[1].close()
         tls = self._authorities() if target.scheme == "https" else None
         client = HookClient(target, IN_FLIGHT, self.policy.timeout, tls)

@@ -76,46 +76,36 @@ def _search(
     what: str,
     progress: Progress | None,
 ) -> list[RawEntry]:
+    """Every entry under ``base`` that ``search_filter`` matches, a page at a time; raises
+    DirectoryUnavailable on any error."""
+    import ldap3
     from ldap3.core.exceptions import LDAPException
 
     try:
-        return _paged(config, base, search_filter, attributes, what, progress)
+        conn = _connect(config)
+        try:
+            found: list[RawEntry] = []
+            for item in conn.extend.standard.paged_search(
+                search_base=base,
+                search_filter=search_filter,
+                search_scope=ldap3.SUBTREE,
+                attributes=attributes,
+                paged_size=config.page_size,
+                generator=True,
+            ):
+                if item.get("type") != "searchResEntry":
+                    continue
+                raw = {k: list(v) for k, v in item["raw_attributes"].items()}
+                found.append(RawEntry(item["dn"], raw))
+                if progress is not None and len(found) % config.page_size == 0:
+                    progress(what, len(found))
+            if progress is not None:
+                progress(what, len(found))
+            return found
+        finally:
+            conn.unbind()
     except (LDAPException, OSError) as exc:
         raise DirectoryUnavailable(f"reading {config.url} failed: {exc}") from exc
-
-
-def _paged(
-    config: DirectoryConfig,
-    base: str,
-    search_filter: str,
-    attributes: list[str],
-    what: str,
-    progress: Progress | None,
-) -> list[RawEntry]:
-    import ldap3
-
-    conn = _connect(config)
-    try:
-        found: list[RawEntry] = []
-        for item in conn.extend.standard.paged_search(
-            search_base=base,
-            search_filter=search_filter,
-            search_scope=ldap3.SUBTREE,
-            attributes=attributes,
-            paged_size=config.page_size,
-            generator=True,
-        ):
-            if item.get("type") != "searchResEntry":
-                continue
-            raw = {k: list(v) for k, v in item["raw_attributes"].items()}
-            found.append(RawEntry(item["dn"], raw))
-            if progress is not None and len(found) % config.page_size == 0:
-                progress(what, len(found))
-        if progress is not None:
-            progress(what, len(found))
-        return found
-    finally:
-        conn.unbind()
 
 
 async def read_directory(

@@ -31,6 +31,7 @@ SLOW = 2.0  # seconds: an answer slower than this, and than twice the usual, cou
 WORKERS = 2  # of each kind of request
 OUTAGE = 2.0  # seconds the database stays down
 RECOVERS_WITHIN = 10.0  # seconds after it is back
+WARMS_WITHIN = 30.0  # seconds, a bound on the load's start, not a measure
 # Answers of each kind after recovery, every one of which must succeed: counted, not a span of
 # time (a machine busy with other work answers a handful in a second and a half).
 AFTER_EACH = 5
@@ -101,6 +102,19 @@ class Load:
             self._stop.set()
             await asyncio.gather(*tasks)
 
+    async def warmed(self) -> None:
+        """Until every kind of request has been answered 200 once: the persisted document
+        registered (as the console registers it, on its first use), the pool's connections
+        made. A fixed pause was not always enough on a busy machine, and the outage then met
+        the load while it was still starting."""
+        deadline = time.monotonic() + WARMS_WITHIN
+        while {a.kind for a in self.answers if a.status == 200} < set(self.requests()):
+            assert time.monotonic() < deadline, (
+                f"not every kind answered within {WARMS_WITHIN} s: "
+                f"{Counter((a.kind, a.status) for a in self.answers)}"
+            )
+            await asyncio.sleep(0.05)
+
     def since(self, moment: float) -> list[Answer]:
         return [a for a in self.answers if a.started >= moment]
 
@@ -156,7 +170,7 @@ async def test_a_database_restart_under_load(server: PostgresServer) -> None:
     async with serving(server.url) as client:
         load = Load(client)
         async with load.running():
-            await asyncio.sleep(1.0)
+            await load.warmed()
             stopping = time.monotonic()
             await asyncio.to_thread(server.stop)
             stopped = time.monotonic()

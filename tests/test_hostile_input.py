@@ -300,7 +300,7 @@ def operations(schema: GraphQLSchema, root: GraphQLObjectType, name: str) -> Any
 
 # Each root field's strategy, by the schema's SDL: the three callers' tests each start an app
 # of their own, whose schema is another object with the same types; made and validated once,
-# instead of by each test (a third of the generation's time).
+# instead of by each test. The operations drawn are the same (derandomized by the test).
 _STRATEGIES: dict[tuple[str, str, str], Any] = {}
 
 

@@ -322,39 +322,50 @@ def generate(schema: GraphQLSchema, each: Callable[[DocumentNode, Any], None]) -
     for root in (schema.query_type, schema.mutation_type):
         assert root is not None
         for name in sorted(root.fields):
-            key = (sdl, root.name, name)
-            replayed: Exception | None = None
-            if key in _DRAWN:
-                try:
-                    for operation in _DRAWN[key]:
-                        each(*operation)
-                    continue
-                except Exception as failed:  # drawn again below, and shrunk if it fails again
-                    replayed = failed
-            drawn: list[tuple[DocumentNode, Any]] = []
+            _send_field(schema, sdl, root, name, each)
 
-            @settings(
-                max_examples=EXAMPLES_PER_FIELD,
-                derandomize=True,
-                database=None,
-                deadline=None,
-                phases=[Phase.generate, Phase.shrink],
-                suppress_health_check=[
-                    HealthCheck.too_slow,
-                    HealthCheck.data_too_large,
-                    HealthCheck.large_base_example,
-                    HealthCheck.filter_too_much,
-                ],
-            )
-            @given(operation=_operations(schema, sdl, root, name))
-            def check(operation: tuple[DocumentNode, Any]) -> None:
-                drawn.append(operation)
+
+def _send_field(
+    schema: GraphQLSchema,
+    sdl: str,
+    root: GraphQLObjectType,
+    name: str,
+    each: Callable[[DocumentNode, Any], None],
+) -> None:
+    """One root field's operations, drawn (or drawn before, for this schema) and sent."""
+    key = (sdl, root.name, name)
+    replayed: Exception | None = None
+    if key in _DRAWN:
+        try:
+            for operation in _DRAWN[key]:
                 each(*operation)
+            return
+        except Exception as failed:  # drawn again below, and shrunk if it fails again
+            replayed = failed
+    drawn: list[tuple[DocumentNode, Any]] = []
 
-            check()
-            if replayed is not None:  # it failed once: the test says so, even if not again
-                raise replayed
-            _DRAWN[key] = drawn
+    @settings(
+        max_examples=EXAMPLES_PER_FIELD,
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.generate, Phase.shrink],
+        suppress_health_check=[
+            HealthCheck.too_slow,
+            HealthCheck.data_too_large,
+            HealthCheck.large_base_example,
+            HealthCheck.filter_too_much,
+        ],
+    )
+    @given(operation=_operations(schema, sdl, root, name))
+    def check(operation: tuple[DocumentNode, Any]) -> None:
+        drawn.append(operation)
+        each(*operation)
+
+    check()
+    if replayed is not None:  # it failed once: the test says so, even if not again
+        raise replayed
+    _DRAWN[key] = drawn
 
 
 @pytest.mark.parametrize("who", ["anonymous", "member", "admin"])

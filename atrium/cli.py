@@ -238,8 +238,11 @@ def uvicorn_options(keep_alive: int | None = None) -> dict[str, Any]:
     app), Atrium's JSON logs instead of uvicorn's, Atrium's access log (with the GraphQL
     operation) instead of uvicorn's, idle keep-alive connections kept ``keep_alive``
     seconds (uvicorn's 5 s races a balancer's reuse of its idle connections), and websockets
-    compressed with less memory each, closed at once when too slow (``atrium.ws_protocol``).
-    ``keep_alive`` is ATRIUM_KEEP_ALIVE_TIMEOUT's default unless given."""
+    compressed with less memory each, closed at once when too slow (``atrium.ws_protocol``),
+    and the client's address the socket's peer: uvicorn's proxy headers are off (by default
+    it takes X-Forwarded-For from any local peer), so a proxy is trusted by its own address
+    (ATRIUM_TRUSTED_PROXIES), never by what a header says. ``keep_alive`` is
+    ATRIUM_KEEP_ALIVE_TIMEOUT's default unless given."""
     if keep_alive is None:
         from graph.settings import KEEP_ALIVE_TIMEOUT
 
@@ -251,6 +254,7 @@ def uvicorn_options(keep_alive: int | None = None) -> dict[str, Any]:
         "log_config": None,
         "access_log": False,
         "timeout_keep_alive": keep_alive,
+        "proxy_headers": False,
     }
 
 

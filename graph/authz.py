@@ -193,7 +193,17 @@ class Authorize(FieldExtension):
     async def _denial(self, context: Context, target: Target) -> NotAuthorized | None:
         viewer = context.viewer
         if viewer.ref is None and "admin" not in viewer.scopes:
-            return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+            if viewer.token_name is None:
+                return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+            # A token's holder is known: what it may not do is a matter of its scope.
+            if not self.owners_only:
+                return self._personal_denial(viewer)
+            if "write" not in viewer.scopes:
+                return NotAuthorized(f"{self.action} needs a token with the write scope")
+            return NotAuthorized(
+                f"{self.action} needs a token acting as a user or group (--subject), or an "
+                "admin token"
+            )
         if not self.owners_only:
             return self._personal_denial(viewer)
         if await is_admin(context):

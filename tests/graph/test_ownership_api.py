@@ -205,7 +205,15 @@ async def test_tokens_act_within_their_scopes(org: Client) -> None:
     read_only = await org.gql(
         DELETE, {"ref": "component:runbooks"}, token=reader, expect_errors=True
     )
-    assert error_code(read_only) == "UNAUTHENTICATED"  # no subject: nobody to act as
+    # A token is someone known: what it may not do is FORBIDDEN, with the scope it lacks.
+    assert error_code(read_only) == "FORBIDDEN", read_only
+    assert "needs a token with the write scope" in read_only["errors"][0]["message"]
+    _, no_subject = await create_token(db, "loose-bot", ["write"], None)
+    acting_as_no_one = await org.gql(
+        DELETE, {"ref": "component:runbooks"}, token=no_subject, expect_errors=True
+    )
+    assert error_code(acting_as_no_one) == "FORBIDDEN", acting_as_no_one
+    assert "acting as a user or group" in acting_as_no_one["errors"][0]["message"]
     wrong_team = await org.gql(
         DELETE, {"ref": "component:runbooks"}, token=sales_writer, expect_errors=True
     )

@@ -64,6 +64,14 @@ class Target:
     state: dict[str, Any] | None = None
     # Owners whose consent is needed too, e.g. the new owner when a change moves the target.
     other_owner_refs: tuple[str, ...] = ()
+    # Owners any one of whom consents for all (a namespace's teams); when given, they stand in
+    # for ``owner_ref``.
+    any_owner_refs: tuple[str, ...] = ()
+    # What else the change reaches (a scaler's workload, the namespace it lands in): each is
+    # decided as a target of its own, and a refusal is audited under the first refused.
+    touches: tuple[Target, ...] = ()
+    # Why nobody, admins included, may make the change: it would take over what another owns.
+    conflict: str | None = None
 
 
 # A plugin's picture of what its mutation changes, for the audit log (see the module's docstring):
@@ -154,12 +162,12 @@ class Authorize(FieldExtension):
         )
         target = Target(None, None)
 
-        async def audit(outcome: str, **extra: Any) -> None:
+        async def audit(outcome: str, ref: str | None = None, **extra: Any) -> None:
             await record_audit(
                 context.db,
                 actor=viewer.actor,
                 action=self.action,
-                target_ref=target.ref,
+                target_ref=ref or target.ref,
                 outcome=outcome,
                 arguments=arguments,
                 **extra,
@@ -173,8 +181,9 @@ class Authorize(FieldExtension):
 
         denial = await self._denial(context, target)
         if denial is not None:
-            await audit("denied", message=str(denial))
-            raise denial
+            refused, error = denial
+            await audit("denied", refused.ref, message=str(error))
+            raise error
         hook = self.snapshot
         before = target.state if hook is None else await hook(info, target, kwargs)
         try:
@@ -190,31 +199,66 @@ class Authorize(FieldExtension):
         await audit("allowed", before=before, after=after)
         return result
 
-    async def _denial(self, context: Context, target: Target) -> NotAuthorized | None:
+    async def _denial(
+        self, context: Context, target: Target
+    ) -> tuple[Target, NotAuthorized] | None:
+        """Why the viewer may not change ``target`` (or what it touches), and which of them
+        refused; None when they may."""
         viewer = context.viewer
         if viewer.ref is None and "admin" not in viewer.scopes:
             if viewer.token_name is None:
-                return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+                return target, NotAuthenticated(
+                    f"{self.action} needs a signed-in user or an API token"
+                )
             # A token's holder is known: what it may not do is a matter of its scope.
             if not self.owners_only:
-                return self._personal_denial(viewer)
+                return _refusal(target, self._personal_denial(viewer))
             if "write" not in viewer.scopes:
-                return NotAuthorized(f"{self.action} needs a token with the write scope")
-            return NotAuthorized(
+                return target, NotAuthorized(f"{self.action} needs a token with the write scope")
+            return target, NotAuthorized(
                 f"{self.action} needs a token acting as a user or group (--subject), or an "
                 "admin token"
             )
         if not self.owners_only:
-            return self._personal_denial(viewer)
+            return _refusal(target, self._personal_denial(viewer))
+        reached = (target, *target.touches)
+        for touched in reached:
+            if touched.conflict is not None:
+                return touched, NotAuthorized(f"{self.action} {target.ref}: {touched.conflict}")
         if await is_admin(context):
             return None
         if self.rule.admin_only:
-            return NotAuthorized(f"{self.action} is for admins only")
+            return target, NotAuthorized(f"{self.action} is for admins only")
         if "write" not in viewer.scopes:
-            return NotAuthorized(f"{self.action} needs a token with the write scope")
+            return target, NotAuthorized(f"{self.action} needs a token with the write scope")
         if not target.exists:
-            return NotAuthorized(f"{self.action}: {target.ref or 'the target'} does not exist")
-        for owner_ref in (target.owner_ref, *target.other_owner_refs):
+            return target, NotAuthorized(
+                f"{self.action}: {target.ref or 'the target'} does not exist"
+            )
+        for touched in reached:
+            refused = await self._owners_refuse(context, touched)
+            if refused is not None:
+                return touched, refused
+        return None
+
+    async def _owners_refuse(self, context: Context, target: Target) -> NotAuthorized | None:
+        """Whether the owners of ``target`` refuse the viewer: each one named must consent, or,
+        for ``any_owner_refs``, one of them."""
+        viewer = context.viewer
+        if target.any_owner_refs:
+            for one in target.any_owner_refs:
+                if await ownership.may_change(context.loaders, viewer, one):
+                    break
+            else:
+                return NotAuthorized(
+                    f"{viewer.ref} may not {self.action} in {target.ref}: it belongs to "
+                    f"{', '.join(target.any_owner_refs)}, and only their members and admins "
+                    "may change what is in it"
+                )
+            owners: tuple[str | None, ...] = target.other_owner_refs
+        else:
+            owners = (target.owner_ref, *target.other_owner_refs)
+        for owner_ref in owners:
             if not await ownership.may_change(context.loaders, viewer, owner_ref):
                 return NotAuthorized(
                     f"{viewer.ref} may not {self.action} {target.ref}: it is owned by "
@@ -231,6 +275,10 @@ class Authorize(FieldExtension):
         if not viewer.scopes & {"write", "admin"}:
             return NotAuthorized(f"{self.action} needs a token with the write scope")
         return None
+
+
+def _refusal(target: Target, error: NotAuthorized | None) -> tuple[Target, NotAuthorized] | None:
+    return None if error is None else (target, error)
 
 
 def _loggable(arguments: dict[str, Any]) -> dict[str, Any]:

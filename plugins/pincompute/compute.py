@@ -15,7 +15,7 @@ from graph.plugin import Fanout
 from plugins.pincompute.clusters import Cluster, connect_clusters
 from plugins.pincompute.informer import GROUP, VERSION, Informer, Resource
 from plugins.pincompute.settings import ComputeSettings
-from plugins.pincompute.store import Key, ObjectStore
+from plugins.pincompute.store import Key, ObjectStore, StoredObject
 
 __all__ = ["PINAPP", "PINSCALER", "Compute", "ComputeError", "running"]
 
@@ -66,13 +66,16 @@ class Compute:
 
     def scaler_for(self, key: Key) -> Any:
         """The PinScaler pointing at a PinApp (by spec.targetRef.name in its namespace)."""
-        for scaler in self.pinscalers.in_namespace(key.namespace):
-            if scaler.key.cluster != key.cluster:
-                continue
-            target = ((scaler.body.get("spec") or {}).get("targetRef") or {}).get("name")
-            if target == key.name:
-                return scaler
-        return None
+        return next(iter(self.scalers_of(key)), None)
+
+    def scalers_of(self, key: Key) -> list[StoredObject]:
+        """Every PinScaler pointing at a PinApp (by spec.targetRef.name in its namespace)."""
+        return [
+            scaler
+            for scaler in self.pinscalers.in_namespace(key.namespace)
+            if scaler.key.cluster == key.cluster
+            and ((scaler.body.get("spec") or {}).get("targetRef") or {}).get("name") == key.name
+        ]
 
     def problems(self, clusters: list[str] | None = None) -> dict[str, str]:
         """Clusters whose data is missing or stale, with why."""

@@ -39,7 +39,7 @@ from strawberry.types import ExecutionResult
 from strawberry.types.execution import PreExecutionError
 from strawberry.types.graphql import OperationType
 
-from graph.auth.viewer import viewer_without_token
+from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read, viewer_without_token
 from graph.context import Context
 from graph.hot_answers import HOT_KEY
 from graph.http_input import (
@@ -150,10 +150,10 @@ async def _answer(
     )
     if viewer is None:
         viewer = await _verified_viewer(services, headers, host)
-    if not viewer.scopes:
+    if not may_read(viewer):
         raise HTTPError(
             401,
-            "sign in or use an API token: anonymous reading is off",
+            ANONYMOUS_READ_OFF,
             {"WWW-Authenticate": "Bearer"},
             "UNAUTHENTICATED",
         )

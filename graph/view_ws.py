@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read
 from graph.context import Context
 from graph.http_input import HTTPError
 from graph.persisted import PersistedQueryMiss
@@ -36,6 +37,12 @@ def subscriptions(services: Services) -> Any:
         async def handle_subscribe(self, message: Any) -> None:
             payload = message.get("payload") or {}
             if self.connection_acknowledged and message.get("id") not in self.operations:
+                if not may_read(self.context.viewer):
+                    await self._refuse(
+                        message,
+                        {"message": ANONYMOUS_READ_OFF, "extensions": {"code": "UNAUTHENTICATED"}},
+                    )
+                    return
                 try:
                     document = await services.persisted.document(
                         services.database, payload.get("query"), payload.get("extensions")

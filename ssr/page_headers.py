@@ -42,9 +42,10 @@ def content_security_policy(console: Console, issuer: str | None) -> str:
 def cache_control(policies: list[tuple[int, bool] | None], viewer: Viewer) -> str:
     """Kept by the browser and revalidated on every use: a page says what is true now (a star
     just given, a deploy just finished), and its ETag, made of its answers', makes the check
-    a 304 when nothing it shows changed. Shared only when every answer may be and nobody is
-    signed in (the page names its viewer)."""
-    private = viewer.ref is not None or any(p is not None and p[1] for p in policies)
+    a 304 when nothing it shows changed. Shared only when every answer may be and it was
+    rendered for an anonymous reader (a page names its viewer; what a token may read, nobody
+    else may, when anonymous reading is off)."""
+    private = viewer.via != "anonymous" or any(p is not None and p[1] for p in policies)
     return f"{'private' if private else 'public'}, no-cache"
 
 

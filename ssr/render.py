@@ -22,8 +22,9 @@ from urllib.parse import quote
 import orjson
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import PlainTextResponse, RedirectResponse, Response
 
+from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read
 from graph.http_input import HTTPError
 from graph.services import Services
 from graph.view import run_in_process
@@ -111,6 +112,8 @@ async def _respond(request: Request, page: Page) -> Response:
         viewer = await services.viewer_of(dict(request.scope["headers"]), client)
     except NotAuthenticated as exc:
         return PlainTextResponse(str(exc), 401, {"WWW-Authenticate": "Bearer"})
+    if not may_read(viewer):
+        return _sign_in_first(request, services)
 
     panels = console.panels_of(page.panels, page.kind) if page.panels else []
     # The workload page's panels are the client's alone: the server knows their sections.
@@ -225,6 +228,19 @@ async def _respond(request: Request, page: Page) -> Response:
     if etag is not None:
         console.pages.put(etag, forms)
     return _send(console.pages, etag, forms, accepted, status, headers)
+
+
+def _sign_in_first(request: Request, services: Services) -> Response:
+    """A page for nobody when anonymous reading is off: to the sign-in, which comes back here,
+    when people sign in with the provider; else a 401 (the trusted proxy says who people are).
+    Nothing of the page is rendered, and nothing is kept along the way."""
+    settings = services.settings
+    headers = {"cache-control": "no-store", "vary": services.vary[1].decode("latin-1")}
+    if settings.oidc_issuer and settings.oidc_client_id:
+        href = sign_in_href(request.url.path, request.url.query)
+        return RedirectResponse(href, 303, headers)
+    headers["www-authenticate"] = "Bearer"
+    return PlainTextResponse(ANONYMOUS_READ_OFF, 401, headers)
 
 
 def _send(

@@ -24,7 +24,16 @@ from sources.db import Database
 from sources.errors import NotAuthenticated
 from sources.ldap.records import normalise_name
 
-__all__ = ["DEMO_USER_COOKIE", "resolve_viewer", "viewer_of", "viewer_without_token"]
+__all__ = [
+    "ANONYMOUS_READ_OFF",
+    "DEMO_USER_COOKIE",
+    "may_read",
+    "resolve_viewer",
+    "viewer_of",
+    "viewer_without_token",
+]
+
+ANONYMOUS_READ_OFF = "sign in or use an API token: anonymous reading is off"
 
 # The name its log lines have always had, which operators' queries know.
 log = logging.getLogger("atrium.authz")
@@ -79,6 +88,14 @@ async def viewer_of(
     if identity is not None and identity.jwts is not None:
         return await identity.jwts.viewer(token)
     raise NotAuthenticated("the API token is malformed, unknown or revoked")
+
+
+def may_read(viewer: Viewer) -> bool:
+    """Whether the viewer may read anything: the one rule of every face that answers with data
+    (the console's pages, /graphql, /api/catalog, subscriptions). With ATRIUM_ANONYMOUS_READ
+    off, nobody (no token, session or trusted proxy's user) may; each face refuses in its own
+    protocol's words with ``ANONYMOUS_READ_OFF``."""
+    return bool(viewer.scopes)
 
 
 def viewer_without_token(

@@ -23,7 +23,7 @@ from typing import Any, Final
 from starlette.requests import Request
 from starlette.responses import Response, StreamingResponse
 
-from graph.auth.viewer import viewer_without_token
+from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read, viewer_without_token
 from graph.catalog.types import CATALOG_CACHE
 from graph.context import Context
 from graph.http_output import cache_headers, encode_json
@@ -156,10 +156,8 @@ async def _viewer(request: Request, services: Services) -> Viewer:
             viewer = await services.viewer_of(headers, client)
         except NotAuthenticated as exc:
             raise ApiError(401, "AuthenticationError", str(exc)) from None
-    if not viewer.scopes:
-        raise ApiError(
-            401, "AuthenticationError", "sign in or use an API token: anonymous reading is off"
-        )
+    if not may_read(viewer):
+        raise ApiError(401, "AuthenticationError", ANONYMOUS_READ_OFF)
     return viewer
 
 

@@ -100,3 +100,15 @@ async def test_a_document_that_does_not_parse_is_an_error_and_the_connection_goe
         # The same connection runs the next operation (no cluster here: it ends at once).
         ran = await subscribe(ws, "2", {"query": TAIL})
         assert ran["type"] in ("next", "complete"), ran
+
+
+async def test_nobody_subscribes_when_anonymous_reading_is_off(make_client: AppFactory) -> None:
+    """The rule of every face (graph.auth.viewer.may_read): the connection is made, nothing is
+    sent on it to nobody."""
+    client = await make_client(plugins=[PinComputePlugin(ComputeSettings())], anonymous_read=False)
+    async with served(client) as ws:
+        refused = await subscribe(ws, "1", {"query": TAIL})
+        assert refused["type"] == "error", refused
+        [error] = refused["payload"]
+        assert error["extensions"]["code"] == "UNAUTHENTICATED", error
+        assert "anonymous reading is off" in error["message"]

@@ -20,10 +20,13 @@ from prometheus_client.registry import Collector
 
 from graph.errors import error_code
 
-__all__ = ["Metrics"]
+__all__ = ["MAX_OPERATION_LABELS", "OTHER", "Metrics"]
 
-# Operation names come from clients; past this many distinct ones, the rest count as "other".
+# An operation's name is a label only once a document Atrium knows (persisted or trusted) ran
+# under it (``know``); any other name a client sends counts as "other", as do known names past
+# this many (a development server persists what clients send).
 MAX_OPERATION_LABELS = 200
+OTHER = "other"
 LATENCY_BUCKETS: Final = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10)
 
 
@@ -196,15 +199,16 @@ class Metrics:
             for labels, value in (await source.read(services)).items():
                 (gauge.labels(*labels) if labels else gauge).set(value)
 
+    def know(self, name: str | None) -> None:
+        """``name`` is an operation of a document Atrium knows, or a label of the server's own
+        (a page's): from now on requests under it count by it."""
+        if name and name not in self._operations and len(self._operations) < MAX_OPERATION_LABELS:
+            self._operations.add(name)
+
     def operation_label(self, name: str | None) -> str:
         if not name:
             return "anonymous"
-        if name in self._operations:
-            return name
-        if len(self._operations) >= MAX_OPERATION_LABELS:
-            return "other"
-        self._operations.add(name)
-        return name
+        return name if name in self._operations else OTHER
 
     def render(self) -> bytes:
         return generate_latest(self.registry)

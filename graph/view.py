@@ -231,6 +231,8 @@ class _Exchange:
             keys = (shared, viewer_answer_key(shared, self.viewer))
             kept = await responses.get(*keys)
             if kept is not None:
+                # An answer kept under this document and name: that ran.
+                services.metrics.know(operation.label)
                 return self._kept(kept, operation.label, shared)
             since = responses.begin()
 
@@ -239,6 +241,10 @@ class _Exchange:
         result = await self._execute(document, operation, context)
         if document.new and not isinstance(result, PreExecutionError):
             await services.persisted.learn(services.database, document)
+        if document.digest is not None and (result.data is not None or not result.errors):
+            # A known document ran under this name: one of its own operations' (a name it does
+            # not have fails before anything runs). Any other name stays one label.
+            services.metrics.know(operation.label)
         services.metrics.count_errors(operation.label, result.errors)
         outcome = result_outcome(result, self.media_type, operation.label)
 

@@ -94,9 +94,9 @@ async def render(request: Request, page: Page) -> Response:
     started = time.perf_counter()
     response = await _respond(request, page)
     services: Services = request.app.state.services
-    services.record_request(
-        "GET", f"page:{page.route}", response.status_code, time.perf_counter() - started
-    )
+    label = f"page:{page.route}"
+    services.metrics.know(label)  # the console's own routes
+    services.record_request("GET", label, response.status_code, time.perf_counter() - started)
     return response
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from sources.persisted import document_hash
 from tests.conftest import AppFactory, Client
 
 GQL = "application/graphql-response+json"
@@ -245,10 +246,18 @@ async def test_health_readiness_and_metrics(client: Client) -> None:
     assert (await client.get("/healthz")).text == "ok"
     ready = await client.get("/readyz")
     assert ready.status_code == 200 and ready.json() == {"database": "ok", "migrations": "ok"}
-    await client.post("/graphql", json={"query": "query Ping { __typename }"})
+    # A name is a label once a document Atrium knows (persisted, trusted) ran under it; before,
+    # and for any other name, "other": clients could make names without bound.
+    ping = "query Ping { __typename }"
+    await client.post("/graphql", json={"query": ping})
+    await client.post("/graphql", json={"query": "query Sneaky { __typename }"})
+    persisted = {"persistedQuery": {"version": 1, "sha256Hash": document_hash(ping)}}
+    await client.post("/graphql", json={"query": ping, "extensions": persisted})
     await client.post("/graphql", json={"query": "{ nope }"})
     metrics = (await client.get("/metrics")).text
     assert 'atrium_graphql_requests_total{operation="Ping",status="200"} 1.0' in metrics
+    assert 'atrium_graphql_requests_total{operation="other",status="200"} 2.0' in metrics
+    assert "Sneaky" not in metrics
     assert (
         'atrium_graphql_errors_total{code="GRAPHQL_VALIDATION_FAILED",operation="anonymous"} 1.0'
         in metrics

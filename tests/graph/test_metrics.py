@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from graphql import GraphQLError
 from prometheus_client.parser import text_string_to_metric_families
 
 from graph.metrics import MAX_OPERATION_LABELS, Metrics
@@ -18,6 +19,7 @@ def samples(metrics: Metrics) -> dict[tuple[str, tuple[tuple[str, str], ...]], f
 
 def test_requests_and_latency_buckets() -> None:
     metrics = Metrics()
+    metrics.know("Page")
     for seconds in (0.0005, 0.001, 0.003, 20.0):
         metrics.observe_request("Page", 200, seconds)
     metrics.observe_request("Page", 304, 0.0001)
@@ -47,15 +49,36 @@ def test_requests_and_latency_buckets() -> None:
     assert count == 5 and abs(total - 20.0046) < 1e-9
 
 
-def test_operation_names_are_bounded() -> None:
-    metrics = Metrics()
-    for i in range(MAX_OPERATION_LABELS + 50):
-        metrics.observe_request(f"Op{i}", 200, 0.001)
-    operations = {
+def _operations(metrics: Metrics) -> set[str]:
+    return {
         dict(labels)["operation"]
         for name, labels in samples(metrics)
         if name == "atrium_graphql_requests_total"
     }
+
+
+def test_only_names_of_known_documents_are_labels() -> None:
+    """A name a client sends with a document Atrium does not know is no label: "other"."""
+    metrics = Metrics()
+    for i in range(1_000):
+        metrics.observe_request(f"Sneaky{i}", 200, 0.001)
+    metrics.count_errors("Sneaky", [GraphQLError("no", extensions={"code": "BAD_USER_INPUT"})])
+    assert _operations(metrics) == {"other"}
+    errors = samples(metrics)[
+        "atrium_graphql_errors_total", (("code", "BAD_USER_INPUT"), ("operation", "other"))
+    ]
+    assert errors == 1
+    metrics.know("EntityPage")
+    metrics.observe_request("EntityPage", 200, 0.001)
+    assert _operations(metrics) == {"other", "EntityPage"}
+
+
+def test_known_operation_names_are_bounded() -> None:
+    metrics = Metrics()
+    for i in range(MAX_OPERATION_LABELS + 50):
+        metrics.know(f"Op{i}")
+        metrics.observe_request(f"Op{i}", 200, 0.001)
+    operations = _operations(metrics)
     assert len(operations) == MAX_OPERATION_LABELS + 1 and "other" in operations
 
 

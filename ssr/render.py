@@ -35,7 +35,7 @@ from ssr.compress import compress, negotiate
 from ssr.console import Console, PageCache, embed_json, panel_template
 from ssr.page_headers import cache_control, content_security_policy, matches, page_etag
 from ssr.present import page_sections
-from ssr.viewer import page_data, sign_in_href
+from ssr.viewer import page_data, sign_in_href, sign_in_offered
 
 __all__ = ["Answer", "Page", "render"]
 
@@ -236,7 +236,7 @@ def _sign_in_first(request: Request, services: Services) -> Response:
     Nothing of the page is rendered, and nothing is kept along the way."""
     settings = services.settings
     headers = {"cache-control": "no-store", "vary": services.vary[1].decode("latin-1")}
-    if settings.oidc_issuer and settings.oidc_client_id:
+    if sign_in_offered(settings):
         href = sign_in_href(request.url.path, request.url.query)
         return RedirectResponse(href, 303, headers)
     headers["www-authenticate"] = "Bearer"

@@ -11,11 +11,12 @@ from typing import Any
 from urllib.parse import urlencode
 
 from graph.services import Services
+from graph.settings import Settings
 from sources.auth import Viewer
 from ssr.console import Console
 from ssr.present import display_name, picture
 
-__all__ = ["page_data", "sign_in_href"]
+__all__ = ["page_data", "sign_in_href", "sign_in_offered"]
 
 log = logging.getLogger("atrium.console")
 
@@ -26,6 +27,11 @@ _DEMO_USERS = """{ entities(filter: {kind: ["user"]}, orderBy: NAME_ASC, first: 
 _PERSON = """query Person($ref: String!) { entity(ref: $ref) {
   ref name title ... on User { profile { displayName picture } }
   ... on Group { profile { displayName picture } } } }"""
+
+
+def sign_in_offered(settings: Settings) -> bool:
+    """Whether people sign in with the identity provider (the header's "Sign in")."""
+    return bool(settings.oidc_issuer and settings.oidc_client_id)
 
 
 def sign_in_href(path: str, query: str) -> str:
@@ -46,7 +52,7 @@ async def page_data(services: Services, console: Console, viewer: Viewer) -> dic
         },
         "panels": sorted({p.operation for p in console.panels}),
         # Whether people sign in with the identity provider (the header offers it).
-        "signIn": bool(settings.oidc_issuer and settings.oidc_client_id),
+        "signIn": sign_in_offered(settings),
     }
     if viewer.ref is not None:
         # The directory's name and picture; the provider's for someone it does not know.

@@ -113,8 +113,8 @@ async def _reached(
     spec = body.get("spec") or {}
     if kind == PINSCALER.kind:
         app_name = (spec.get("targetRef") or {}).get("name")
-        app = compute.pinapps.get(Key(key.cluster, key.namespace, str(app_name)))
-        if app_name and app is not None:
+        app = compute.pinapps.get(Key(key.cluster, key.namespace, app_name)) if app_name else None
+        if app is not None:
             conflict = None
             for scaler in compute.scalers_of(app.key):
                 owner = await _owner(info, scaler)

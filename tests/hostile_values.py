@@ -15,6 +15,14 @@ from __future__ import annotations
 import base64
 from typing import Any
 
+from graphql import (
+    GraphQLArgument,
+    GraphQLEnumType,
+    GraphQLInputObjectType,
+    GraphQLList,
+    get_named_type,
+    get_nullable_type,
+)
 from hypothesis import strategies as st
 from hypothesis_graphql import nodes
 
@@ -154,3 +162,22 @@ def scalar_strategies() -> dict[str, st.SearchStrategy[Any]]:
         "DateTime": st.datetimes().map(lambda d: d.isoformat()).map(nodes.String),
         "JSON": _json_value(),
     }
+
+
+def plain_value(argument: GraphQLArgument) -> Any:
+    """A well-formed value of an argument's type, for the arguments a probe does not aim at."""
+    named = get_named_type(argument.type)
+    value: Any
+    if isinstance(named, GraphQLEnumType):
+        value = next(iter(named.values))
+    elif isinstance(named, GraphQLInputObjectType):
+        value = {}
+    elif named.name == "Int":
+        value = 1
+    elif named.name == "Boolean":
+        value = False
+    elif named.name == "Float":
+        value = 1.0
+    else:
+        value = "component:default/checkout"
+    return [value] if isinstance(get_nullable_type(argument.type), GraphQLList) else value

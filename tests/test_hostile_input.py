@@ -44,11 +44,7 @@ from graphql import (
     ArgumentNode,
     DocumentNode,
     FieldNode,
-    GraphQLArgument,
-    GraphQLEnumType,
     GraphQLField,
-    GraphQLInputObjectType,
-    GraphQLList,
     GraphQLNonNull,
     GraphQLObjectType,
     GraphQLSchema,
@@ -59,7 +55,6 @@ from graphql import (
     VariableDefinitionNode,
     VariableNode,
     get_named_type,
-    get_nullable_type,
     is_leaf_type,
     parse_type,
     print_ast,
@@ -82,6 +77,7 @@ from tests.hostile_values import (
     HOSTILE_STRINGS,
     MEMBER,
     TARGETS,
+    plain_value,
     scalar_strategies,
 )
 from tests.kube import kubeconfig, start_clusters
@@ -500,13 +496,13 @@ def _operation(
     values: dict[str, Any],
 ) -> tuple[str, dict[str, Any]]:
     """``name`` with the hostile value in ``hostile`` and plain values (``values``, else
-    ``_plain``) in the other required arguments, all passed as variables."""
+    ``plain_value``) in the other required arguments, all passed as variables."""
     declarations, arguments, variables = [], [], {}
     for argument_name, argument in definition.args.items():
         if argument_name == hostile:
             given_value = value
         elif isinstance(argument.type, GraphQLNonNull) and argument.default_value is Undefined:
-            given_value = values.get(argument_name, _plain(argument))
+            given_value = values.get(argument_name, plain_value(argument))
         else:
             continue
         declarations.append(f"${argument_name}: {argument.type}")
@@ -517,24 +513,6 @@ def _operation(
     head = f"({', '.join(declarations)})" if declarations else ""
     call = f"({', '.join(arguments)})" if arguments else ""
     return f"{kind} Sweep{head} {{ {name}{call}{selection} }}", variables
-
-
-def _plain(argument: GraphQLArgument) -> Any:
-    named = get_named_type(argument.type)
-    value: Any
-    if isinstance(named, GraphQLEnumType):
-        value = next(iter(named.values))
-    elif isinstance(named, GraphQLInputObjectType):
-        value = {}
-    elif named.name == "Int":
-        value = 1
-    elif named.name == "Boolean":
-        value = False
-    elif named.name == "Float":
-        value = 1.0
-    else:
-        value = "component:default/checkout"
-    return [value] if isinstance(get_nullable_type(argument.type), GraphQLList) else value
 
 
 async def test_json_escapes_of_lone_surrogates_get_typed_answers(env: Env) -> None:

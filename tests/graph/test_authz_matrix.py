@@ -4,7 +4,7 @@ may change nothing, whatever it targets: nobody (UNAUTHENTICATED), a read-scope 
 no one and a read-scope token acting as the owner (FORBIDDEN). Each refusal is audited as
 denied, and the catalog is as it was.
 
-Each argument is given a well-formed value (``VALUES`` by name, else one of its type), so that
+Each argument is given a well-formed value (``VALUES`` by name, else ``plain_value``), so that
 a refusal is the rule's, not the parser's."""
 
 from __future__ import annotations
@@ -12,47 +12,23 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from graphql import (
-    GraphQLEnumType,
-    GraphQLInputObjectType,
-    GraphQLList,
-    GraphQLNonNull,
-    get_named_type,
-    get_nullable_type,
-    is_leaf_type,
-)
+from graphql import get_named_type, is_leaf_type
 
 from atrium.testing import select_plugins
 from sources.auth import create_token
 from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, demo_batch
+from tests.hostile_values import CATALOG_DOCUMENT, CHECKOUT_MANIFEST, plain_value
 
 OWNER = "amelia.chen"  # of checkout, through checkout-team
-TARGET = "component:default/checkout"
-MANIFEST = """\
-apiVersion: compute.atrium.dev/v1
-kind: PinApp
-metadata:
-  name: checkout
-  namespace: shop
-  annotations: {atrium.dev/entity-ref: component:default/checkout}
-spec: {image: registry.example/checkout:1.0, replicas: 1}
-"""
-ENTITY = """\
-apiVersion: backstage.io/v1alpha1
-kind: Component
-metadata: {name: checkout}
-spec: {type: service, lifecycle: production, owner: group:default/marketing}
-"""
+# What each argument is given by name, else a plain value of its type (plain_value).
 VALUES: dict[str, Any] = {
-    "ref": TARGET,
-    "component": TARGET,
+    "manifest": CHECKOUT_MANIFEST,
+    "yaml": CATALOG_DOCUMENT,
     "cluster": "east",
     "namespace": "shop",
     "name": "checkout",
     "image": "registry.example/checkout:2.0",
-    "manifest": MANIFEST,
-    "yaml": ENTITY,
     "release": "1.0.0",
     "stage": "production",
     "stages": [{"name": "production", "production": True}],
@@ -60,7 +36,6 @@ VALUES: dict[str, Any] = {
     "comment": "a probe",
     "url": "https://hooks.example.com/atrium",
     "secret": "a secret of sixteen characters or more",
-    "replicas": 1,
     "id": "3f1c2b9e-8d2a-4e57-9b1a-2f6c0d4e8a71",  # a silence's, as Alertmanager gives them
 }
 EXPECTED = {
@@ -68,29 +43,6 @@ EXPECTED = {
     "read token": "FORBIDDEN",
     "owner's read token": "FORBIDDEN",
 }
-
-
-def _value(name: str, kind: Any) -> Any:
-    if name in VALUES:
-        return VALUES[name]
-    named = get_named_type(kind)
-    if isinstance(named, GraphQLEnumType):
-        value: Any = next(iter(named.values))
-    elif isinstance(named, GraphQLInputObjectType):
-        value = {
-            field_name: _value(field_name, field.type)
-            for field_name, field in named.fields.items()
-            if isinstance(field.type, GraphQLNonNull) and field.default_value is None
-        }
-    elif named.name == "Int":
-        value = 1
-    elif named.name == "Boolean":
-        value = False
-    elif named.name == "Float":
-        value = 1.0
-    else:
-        value = "1"
-    return [value] if isinstance(get_nullable_type(kind), GraphQLList) else value
 
 
 def mutations(client: Client) -> list[tuple[str, str, dict[str, Any]]]:
@@ -104,7 +56,7 @@ def mutations(client: Client) -> list[tuple[str, str, dict[str, Any]]]:
         document = (
             f"mutation Probe({', '.join(declared)}) {{ {name}({', '.join(passed)}){selection} }}"
         )
-        variables = {a: _value(a, arg.type) for a, arg in field.args.items()}
+        variables = {a: VALUES.get(a, plain_value(arg)) for a, arg in field.args.items()}
         found.append((name, document, variables))
     return found
 

@@ -40,6 +40,8 @@ __all__ = [
     "Rule",
     "Target",
     "is_admin",
+    "may_keep_own",
+    "require_admin",
 ]
 
 _MAX_ARGUMENT_CHARS = 4_000
@@ -51,6 +53,31 @@ async def is_admin(context: Context) -> bool:
             context.loaders, context.viewer, context.settings.admin_group
         )
     return context.admin
+
+
+async def require_admin(context: Context, what: str) -> None:
+    """For a read that is for admins only (the audit log, change hooks): nobody is told to
+    sign in (``UNAUTHENTICATED``), anyone else but an admin is refused (``FORBIDDEN``)."""
+    if await is_admin(context):
+        return
+    if _nobody(context.viewer):
+        raise NotAuthenticated(f"{what} needs a signed-in admin or an admin token")
+    raise NotAuthorized(f"{what} is for admins only")
+
+
+def may_keep_own(viewer: Viewer) -> bool:
+    """Whether the viewer may change what is a person's own (their stars): a person, signed in
+    or a token acting as one, with the right to write. The console shows a star to them only."""
+    return (
+        viewer.ref is not None
+        and viewer.ref.startswith("user:")
+        and bool(viewer.scopes & {"write", "admin"})
+    )
+
+
+def _nobody(viewer: Viewer) -> bool:
+    """No one: no token, no user (an admin token names no one, and is someone)."""
+    return viewer.ref is None and viewer.token_name is None and "admin" not in viewer.scopes
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +203,10 @@ class Authorize(FieldExtension):
         try:
             target = await self.rule.target(info, kwargs)
         except Exception as exc:  # a target that cannot be worked out: bad input, usually
+            if _nobody(viewer):  # who may change nothing hears that first, not why the input is bad
+                refusal = self._unauthenticated()
+                await audit("denied", message=str(refusal))
+                raise refusal from None
             await audit("failed", message=str(exc)[:1000])
             raise
 
@@ -207,9 +238,7 @@ class Authorize(FieldExtension):
         viewer = context.viewer
         if viewer.ref is None and "admin" not in viewer.scopes:
             if viewer.token_name is None:
-                return target, NotAuthenticated(
-                    f"{self.action} needs a signed-in user or an API token"
-                )
+                return target, self._unauthenticated()
             # A token's holder is known: what it may not do is a matter of its scope.
             if not self.owners_only:
                 return _refusal(target, self._personal_denial(viewer))
@@ -267,14 +296,17 @@ class Authorize(FieldExtension):
                 )
         return None
 
+    def _unauthenticated(self) -> NotAuthenticated:
+        return NotAuthenticated(f"{self.action} needs a signed-in user or an API token")
+
     def _personal_denial(self, viewer: Viewer) -> NotAuthorized | None:
         """What the viewer changes is theirs: it takes a person (a user, or a token acting as
         one) and the right to write."""
+        if may_keep_own(viewer):
+            return None
         if viewer.ref is None or not viewer.ref.startswith("user:"):
             return NotAuthorized(f"{self.action} is a person's own: it needs a signed-in user")
-        if not viewer.scopes & {"write", "admin"}:
-            return NotAuthorized(f"{self.action} needs a token with the write scope")
-        return None
+        return NotAuthorized(f"{self.action} needs a token with the write scope")
 
 
 def _refusal(target: Target, error: NotAuthorized | None) -> tuple[Target, NotAuthorized] | None:

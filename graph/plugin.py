@@ -102,7 +102,15 @@ from strawberry.scalars import JSON
 
 from graph.attention.links import entity_href, workload_href
 from graph.attention.types import AttentionLevel
-from graph.authz import AdminOnly, AuditSnapshot, Authorize, EntityOwner, Rule, Target
+from graph.authz import (
+    AdminOnly,
+    AuditSnapshot,
+    Authorize,
+    EntityOwner,
+    Rule,
+    Target,
+    require_admin,
+)
 from graph.cache_control import CacheControl, CacheScope
 from graph.catalog.types import Entity, User
 from graph.context import Context, Info
@@ -187,6 +195,7 @@ __all__ = [
     "normalize_ref",
     "owner_refs",
     "parse_ref",
+    "require_admin",
     "service",
     "shared_cache",
     "strawberry",

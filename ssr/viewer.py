@@ -10,6 +10,7 @@ import time
 from typing import Any
 from urllib.parse import urlencode
 
+from graph.authz import may_keep_own
 from graph.services import Services
 from graph.settings import Settings
 from sources.auth import Viewer
@@ -49,6 +50,8 @@ async def page_data(services: Services, console: Console, viewer: Viewer) -> dic
             "name": None,
             "picture": None,
             "known": viewer.known,
+            # Whether the entity page offers the star: who may star (graph.authz).
+            "mayStar": may_keep_own(viewer),
         },
         "panels": sorted({p.operation for p in console.panels}),
         # Whether people sign in with the identity provider (the header offers it).

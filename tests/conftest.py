@@ -78,9 +78,9 @@ def embedded_home() -> Iterator[Path]:
 
 @pytest.fixture
 def database_url(request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh, migrated database of this test's own; for a test of ``demo_client``, a copy of
-    one with the demo organisation imported (``demo_template``)."""
-    if "demo_client" not in request.fixturenames:
+    """A fresh, migrated database of this test's own; for a test of ``demo_client`` or
+    ``demo_database``, a copy of one with the demo organisation imported (``demo_template``)."""
+    if not {"demo_client", "demo_database"} & set(request.fixturenames):
         yield request.getfixturevalue("atrium_database_url")
         return
     copies: DatabaseCopies = request.getfixturevalue("demo_copies")
@@ -223,6 +223,12 @@ def demo_batch() -> ParsedBatch:
     from sources.catalog.documents import read_paths
 
     return read_paths([EXAMPLES])
+
+
+@pytest.fixture
+def demo_database() -> None:
+    """Asked for by a test that starts its own apps (``make_client``) on the demo organisation:
+    their database is then a copy of ``demo_template``, as ``demo_client``'s is."""
 
 
 @pytest.fixture

@@ -43,6 +43,7 @@ LONGEST_FIRST = (
     "tests/ssr/test_pages.py",
     "tests/graph/test_catalog_api.py",
     "tests/test_bench.py",
+    "tests/graph/test_authz_matrix.py",
 )
 
 

@@ -20,7 +20,10 @@ And checks any plugin's fields can be held to:
   (its subscriptions' over a websocket), given the hostile values Atrium's own suite uses,
   answers or fails cleanly, never with a server error;
 - ``check_plan_equivalence(client, queries)``: each query answers the same on its compiled
-  plan as on the generic executor, and ran on a plan.
+  plan as on the generic executor, and ran on a plan;
+- ``check_authorization(client, callers, cases)``: the authorization matrix, every mutation
+  the plugin adds called by ten callers (``authz_callers``), each refusal and admission as its
+  case declares, state unchanged by refusals (``atrium.testing.authz``).
 
 ``AtriumClient.websocket()`` opens a graphql-transport-ws connection to the app in process
 (``GraphQLWebSocket``), for tests of subscriptions.
@@ -34,6 +37,7 @@ from importlib import import_module
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    from atrium.testing.authz import AuthorizationFailures, authz_callers, check_authorization
     from atrium.testing.browser import AtriumBrowser, ConsolePage, Snapshot
     from atrium.testing.client import (
         AppStack,
@@ -58,6 +62,7 @@ __all__ = [
     "AppStack",
     "AtriumBrowser",
     "AtriumClient",
+    "AuthorizationFailures",
     "CatalogErrors",
     "ConsolePage",
     "GraphQLErrors",
@@ -71,6 +76,8 @@ __all__ = [
     "Statements",
     "WebSocketClosed",
     "atrium_serve",
+    "authz_callers",
+    "check_authorization",
     "check_hostile_inputs",
     "check_plan_equivalence",
     "installed_plugin_ids",
@@ -80,6 +87,9 @@ __all__ = [
 ]
 
 _WHERE = {
+    "AuthorizationFailures": "authz",
+    "authz_callers": "authz",
+    "check_authorization": "authz",
     "AtriumBrowser": "browser",
     "ConsolePage": "browser",
     "Snapshot": "browser",

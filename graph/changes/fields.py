@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import strawberry
 
-from graph.authz import AdminOnly, Authorize, is_admin
+from graph.authz import AdminOnly, Authorize, require_admin
 from graph.changes.types import ChangeHook
 from graph.context import Context, Info
 from graph.plugin import UserError
 from resolvers import changes as resolve
 from sources.changes.delivery import Deliverer
 from sources.changes.hooks import ChangeHook as StoredHook
-from sources.errors import ChangeHookError, NotAuthorized
+from sources.errors import ChangeHookError
 
 __all__ = ["PLUGIN_ID", "ChangeHookMutation", "ChangeHookQuery"]
 
@@ -43,14 +43,12 @@ class ChangeHookQuery:
         description="The webhooks change events go to, with how delivery is going. Admins only."
     )
     async def change_hooks(self, info: Info) -> list[ChangeHook]:
-        if not await is_admin(info.context):
-            raise NotAuthorized("change hooks are for admins only")
+        await require_admin(info.context, "change hooks")
         return [ChangeHook.of(hook) for hook in await resolve.change_hooks(info.context.db)]
 
     @strawberry.field(description="One change hook by id. Admins only.")
     async def change_hook(self, info: Info, id: strawberry.ID) -> ChangeHook | None:
-        if not await is_admin(info.context):
-            raise NotAuthorized("change hooks are for admins only")
+        await require_admin(info.context, "change hooks")
         hook = await resolve.change_hook(info.context.db, _hook_id(id))
         return ChangeHook.of(hook) if hook is not None else None
 

@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import strawberry
 
-from graph.authz import is_admin
+from graph.authz import is_admin, require_admin
 from graph.catalog.fields import (
     EntityConnection,
     EntityFilter,
@@ -22,7 +22,7 @@ from resolvers import ownership as resolve
 from resolvers.catalog import FilterArgs
 from sources.audit import audit_entries
 from sources.catalog.refs import normalize_ref
-from sources.errors import CatalogError, NotAuthorized
+from sources.errors import CatalogError
 from sources.ldap.runs import sync_runs
 
 __all__ = ["OwnershipQuery"]
@@ -84,8 +84,7 @@ class OwnershipQuery:
         first: int = 50,
         before_id: int | None = None,
     ) -> list[AuditLogEntry]:
-        if not await is_admin(info.context):
-            raise NotAuthorized("the audit log is for admins only")
+        await require_admin(info.context, "the audit log")
         if not 1 <= first <= 500:
             raise CatalogError("first must be between 1 and 500")
         entries = await audit_entries(

@@ -7,8 +7,16 @@ export interface DemoUser {
 
 export interface PageData {
   mode: "development" | "production";
-  // known: whether the directory knows the viewer (someone it lacks may read, not change).
-  viewer: { ref: string | null; via: string; name: string | null; picture: string | null; known?: boolean };
+  // known: whether the directory knows the viewer (someone it lacks may read, not change);
+  // mayStar: whether they may star entities (a person who may write).
+  viewer: {
+    ref: string | null;
+    via: string;
+    name: string | null;
+    picture: string | null;
+    known?: boolean;
+    mayStar?: boolean;
+  };
   // Whether people sign in with the identity provider: the header offers it.
   signIn?: boolean;
   demoUsers?: DemoUser[];

@@ -4,10 +4,11 @@ import { document } from "../../documents";
 import { IconButton } from "../../kit";
 import { page } from "../../page";
 
-// Star an entity to find it on home and in the catalog's "starred"; for signed-in people the
-// directory knows (the server writes the same button from the same answer).
+// Star an entity to find it on home and in the catalog's "starred"; for those who may (people
+// the directory knows, and tokens acting as one with the write scope: the server says so, and
+// writes the same button from the same answer).
 export function StarButton({ entityRef }: { entityRef: string }) {
-  const signedIn = Boolean(page.viewer.ref) && page.viewer.known !== false;
+  const signedIn = page.viewer.mayStar === true;
   const client = useApolloClient();
   const { data } = useQuery<any>(document("EntityViewer"), { variables: { ref: entityRef }, skip: !signedIn });
   const [star] = useMutation<any>(document("StarEntity"));

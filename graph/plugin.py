@@ -95,7 +95,7 @@ import strawberry
 from graphql import GraphQLError
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import Response
+from starlette.responses import JSONResponse, Response
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
@@ -401,11 +401,22 @@ class PluginBuilder:
         environment variables) for the server, e.g. a demo backend's URL."""
         self.contribution.demos.append(start)
 
-    def route(self, path: str, endpoint: Endpoint, *, methods: tuple[str, ...] = ("POST",)) -> None:
+    def route(
+        self,
+        path: str,
+        endpoint: Endpoint,
+        *,
+        methods: tuple[str, ...] = ("POST",),
+        viewer: bool = False,
+    ) -> None:
         """An HTTP endpoint of the plugin's own, a Starlette handler, at a path under
         ``/hooks/`` (webhook receivers) or ``/plugins/<id>/``. It finds the app's services
-        with ``app_services(request)``, checks who calls it itself (a signature, a token),
-        and answers errors as it sees fit; two plugins claiming a path fail at start-up."""
+        with ``app_services(request)`` and answers errors as it sees fit; two plugins claiming
+        a path fail at start-up. A webhook checks who calls it itself (a signature). With
+        ``viewer=True`` (an endpoint that answers with data), Atrium decides who may read as
+        on every face of its own: a bad token, or nobody while anonymous reading is off, is
+        answered 401 (``no-store``) before the endpoint runs, which finds the viewer in
+        ``request.state.viewer``."""
         allowed = path.startswith(ROUTE_PREFIXES[0]) or path.startswith(
             f"{ROUTE_PREFIXES[1]}{self.plugin_id}/"
         )
@@ -414,7 +425,8 @@ class PluginBuilder:
                 f"plugin {self.plugin_id}: route {path} must be under /hooks/ or "
                 f"/plugins/{self.plugin_id}/"
             )
-        self.contribution.routes.append((path, tuple(m.upper() for m in methods), endpoint))
+        handler = _for_readers(endpoint) if viewer else endpoint
+        self.contribution.routes.append((path, tuple(m.upper() for m in methods), handler))
 
     def provide(self, name: str, factory: Callable[[Any], Any]) -> None:
         """A service other plugins may use by ``name``: ``factory`` is given this plugin's
@@ -588,6 +600,31 @@ def service(holder: Context | Any, name: str) -> Any:
 def app_services(request: Request) -> Any:
     """The app's services (database, caches, plugin states), for a plugin's endpoint."""
     return request.app.state.services
+
+
+def _for_readers(endpoint: Endpoint) -> Endpoint:
+    """``endpoint`` behind Atrium's one rule of who may read (``graph.auth.viewer.may_read``)."""
+    from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read
+    from sources.errors import NotAuthenticated
+
+    def refused(message: str) -> Response:
+        return JSONResponse(
+            {"error": message},
+            401,
+            headers={"WWW-Authenticate": "Bearer", "Cache-Control": "no-store"},
+        )
+
+    async def guarded(request: Request) -> Response:
+        try:
+            viewer = await app_services(request).viewer(request)
+        except NotAuthenticated as exc:
+            return refused(str(exc))
+        if not may_read(viewer):
+            return refused(ANONYMOUS_READ_OFF)
+        request.state.viewer = viewer
+        return await endpoint(request)
+
+    return guarded
 
 
 def shared_cache(services: Any, name: str, *, ttl: float) -> MultiLevelCache:

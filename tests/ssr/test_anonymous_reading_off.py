@@ -1,14 +1,18 @@
 """With ATRIUM_ANONYMOUS_READ off, nobody reads anything from any face: the console's pages as
-/graphql and /api/catalog (one rule, ``graph.auth.viewer.may_read``). A page for nobody renders
-nothing and is kept nowhere; a person the trusted proxy names sees it, privately."""
+/graphql, /api/catalog and a plugin's routes that answer with data (one rule,
+``graph.auth.viewer.may_read``). A page for nobody renders nothing and is kept nowhere; a
+person the trusted proxy names sees it, privately."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
 
 from graph.auth.viewer import ANONYMOUS_READ_OFF
+from graph.plugin import PluginBuilder
 from sources.auth import create_token
 from sources.catalog.store import apply_batch
 from tests.conftest import AppFactory, Client, demo_batch
@@ -89,3 +93,42 @@ async def test_a_page_read_with_a_token_is_no_one_elses(closed: Client) -> None:
     )
     assert team.status_code == 200, team.text[:500]
     assert team.headers["cache-control"] == "private, no-cache"
+
+
+class _Reports:
+    """A plugin with a route that answers with data (``viewer=True``) and a webhook that
+    checks its callers itself."""
+
+    id = "reports"
+
+    def setup(self, builder: PluginBuilder) -> None:
+        async def report(request: Request) -> Response:
+            return JSONResponse({"for": request.state.viewer.ref})
+
+        async def hook(request: Request) -> Response:
+            return JSONResponse({"received": True})
+
+        builder.route("/plugins/reports/latest", report, methods=("GET",), viewer=True)
+        builder.route("/hooks/reports", hook)
+
+
+async def test_a_plugins_route_that_reads_is_refused_to_nobody_by_the_same_rule(
+    make_client: AppFactory,
+) -> None:
+    client = await make_client(plugins=[_Reports()], anonymous_read=False)
+    refused = await client.get("/plugins/reports/latest")
+    assert refused.status_code == 401, refused.text
+    assert refused.json() == {"error": ANONYMOUS_READ_OFF}
+    assert refused.headers["cache-control"] == "no-store"
+    assert refused.headers["www-authenticate"] == "Bearer"
+    forged = await client.get("/plugins/reports/latest", headers={"Authorization": "Bearer atr_x"})
+    assert forged.status_code == 401, forged.text
+    person = await client.get("/plugins/reports/latest", headers={"x-forwarded-user": "ann"})
+    assert person.json() == {"for": "user:default/ann"}
+    _, token = await create_token(client.services.db, "reports", ["read"], None)
+    reader = await client.get(
+        "/plugins/reports/latest", headers={"Authorization": f"Bearer {token}"}
+    )
+    assert reader.status_code == 200 and reader.json() == {"for": None}
+    # A webhook is the plugin's to guard (a signature): Atrium lets its callers through.
+    assert (await client.post("/hooks/reports")).json() == {"received": True}

@@ -48,6 +48,7 @@ __all__ = [
     "ADMINS",
     "ADMITTED",
     "FORBIDDEN",
+    "HIDDEN",
     "OWNERS",
     "PERSONAL",
     "REFUSED",

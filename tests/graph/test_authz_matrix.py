@@ -29,10 +29,15 @@ from atrium.testing.authz import (
     ADMIN,
     ADMIN_TOKEN,
     ADMINS,
+    ADMITTED,
+    HIDDEN,
+    OWNER,
     OWNERS,
+    OWNERS_READ_TOKEN,
     OWNERS_WRITE_TOKEN,
     PERSONAL,
     REFUSED,
+    ROLES,
     Case,
     Page,
     Read,
@@ -230,6 +235,13 @@ PERMISSIONS = {
         lambda data: data["entity"]["viewerCanSilence"],
     ),
 }
+# What a person starred is theirs: the owner's star shows to the owner and to tokens acting as
+# them, to no one else (and is no error for anyone).
+STARRED = "component:default/tax-calculator"
+OWN_STARS = {
+    role: ADMITTED if role in (OWNER, OWNERS_READ_TOKEN, OWNERS_WRITE_TOKEN) else HIDDEN
+    for role in ROLES
+}
 ADMIN_READS = {
     "Query.auditLog": ("{ auditLog(first: 1) { action } }", "auditLog"),
     "Query.changeHooks": ("{ changeHooks { id } }", "changeHooks"),
@@ -310,13 +322,34 @@ async def test_every_caller_meets_what_each_field_declares(atrium: tuple[Client,
             ref,
             "matrix",
         )
+    await client.services.db.execute(
+        "insert into stars (user_ref, entity_ref) values ($1, $2)",
+        f"user:default/{callers.owner}",
+        STARRED,
+    )
     matrix_cases = cases(hooks, silences) | cross_tenant()
-    reads = {
-        name: Read(document, permission(OWNERS), shows)
-        for name, (document, shows) in PERMISSIONS.items()
-    } | {
-        name: Read(document, ADMINS, answered(key)) for name, (document, key) in ADMIN_READS.items()
-    }
+    reads = (
+        {
+            "Viewer.starred": Read(
+                "{ viewer { starred(first: 50) { ref } } }",
+                OWN_STARS,
+                lambda data: STARRED in [e["ref"] for e in data["viewer"]["starred"]],
+            ),
+            "Entity.viewerStarred": Read(
+                f'{{ entity(ref: "{STARRED}") {{ viewerStarred }} }}',
+                OWN_STARS,
+                lambda data: data["entity"]["viewerStarred"],
+            ),
+        }
+        | {
+            name: Read(document, permission(OWNERS), shows)
+            for name, (document, shows) in PERMISSIONS.items()
+        }
+        | {
+            name: Read(document, ADMINS, answered(key))
+            for name, (document, key) in ADMIN_READS.items()
+        }
+    )
     pages = {
         "the workload's controls": Page("/workloads/east/checkout/checkout", "Scale…", OWNERS),
         "the entity's star": Page(

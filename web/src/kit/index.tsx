@@ -219,17 +219,18 @@ export function SmallIcon({ icon, label }: { icon: "arrow-up" | "arrow-down"; la
   return <Icon icon={icon} size={12} color="subtle" accessibilityLabel={label} />;
 }
 
-// A range of time to look back over.
+// A range of time to look back over (a number and its unit never split over two lines).
 export const RANGES: [string, number][] = [
-  ["1 h", 3600],
-  ["24 h", 86400],
-  ["7 d", 604800],
+  ["1\u00a0h", 3600],
+  ["24\u00a0h", 86400],
+  ["7\u00a0d", 604800],
 ];
 
 export function RangeChoice({ selected, onChange }: { selected: number; onChange?: (index: number) => void }) {
   return (
     <SegmentedControl
       items={RANGES.map(([label]) => label)}
+      responsive
       selectedItemIndex={selected}
       size="sm"
       onChange={({ activeIndex }) => onChange?.(activeIndex)}

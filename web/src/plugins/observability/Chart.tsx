@@ -4,6 +4,7 @@
 import "uplot/dist/uPlot.min.css";
 import { useEffect, useRef } from "react";
 import uPlot from "uplot";
+import { useColorScheme } from "../../theme";
 
 export interface Line {
   label: string;
@@ -22,9 +23,15 @@ const COLOURS = ["#0074e8", "#e60023", "#008753", "#b35900", "#7a2ed6", "#5b5b5b
 
 export default function Chart({ title, lines, bounds = [], format, height }: Props) {
   const box = useRef<HTMLDivElement>(null);
+  // The canvas takes no colour from CSS: its axes are drawn in the page's text colour, and
+  // drawn again when the scheme changes.
+  const scheme = useColorScheme();
   useEffect(() => {
     const element = box.current;
     if (!element) return;
+    const ink = getComputedStyle(element).color;
+    const faint = scheme === "dark" ? "rgba(255,255,255,0.12)" : "rgba(0,0,0,0.07)";
+    const axis = { stroke: ink, grid: { stroke: faint }, ticks: { stroke: faint } };
     // One time axis for all lines: the union of their times, a gap where a line has none.
     const times = [...new Set(lines.flatMap((l) => l.points.map((p) => p[0] as number)))].sort(
       (a, b) => a - b,
@@ -43,7 +50,7 @@ export default function Chart({ title, lines, bounds = [], format, height }: Pro
         title,
         legend: { show: true },
         scales: { x: { time: true } },
-        axes: [{}, { values: (_u, ticks) => ticks.map(format), size: 70 }],
+        axes: [axis, { ...axis, values: (_u, ticks) => ticks.map(format), size: 70 }],
         series: [
           {},
           ...lines.map((l, i) => ({
@@ -64,6 +71,6 @@ export default function Chart({ title, lines, bounds = [], format, height }: Pro
       resize.disconnect();
       plot.destroy();
     };
-  }, [title, lines, bounds, format, height]);
+  }, [title, lines, bounds, format, height, scheme]);
   return <div ref={box} className="atrium-chart" style={{ minHeight: height }} />;
 }

@@ -18,6 +18,9 @@ import type { Line } from "./Chart";
 import { bytes, cores, latest, rate, ratio, seconds, severityBadge, since } from "./words";
 
 const Chart = lazy(() => import("./Chart"));
+// A ratio as a percentage, to the hundredth where it needs it (an axis's ticks 0.3% and 0.35%
+// apart), without trailing zeros.
+const percent = (v: number) => `${+(v * 100).toFixed(2)}%`;
 const CHART_HEIGHT = 180;
 
 function ChartBox(props: { title: string; lines: Line[]; format: (v: number) => string; bounds?: { label: string; value: number }[] }) {
@@ -71,7 +74,7 @@ function Metrics({ pageRef }: PanelProps) {
           </div>
           <div className="atrium-charts">
             <ChartBox title="Requests per second" lines={lines("request_rate", "requests/s")} format={(v) => v.toFixed(1)} />
-            <ChartBox title="Error ratio" lines={lines("error_ratio", "errors")} format={(v) => `${(v * 100).toFixed(1)}%`} />
+            <ChartBox title="Error ratio" lines={lines("error_ratio", "errors")} format={percent} />
             <ChartBox title="Latency" lines={latency} format={(v) => `${(v * 1000).toFixed(0)} ms`} />
           </div>
         </>
@@ -256,7 +259,7 @@ function TeamErrorRatios({ pageRef }: PanelProps) {
       ) : lines.length === 0 ? (
         <Empty text="Prometheus has no error ratios for the team's services." />
       ) : (
-        <ChartBox title="Error ratio by service" lines={lines} format={(v) => `${(v * 100).toFixed(1)}%`} />
+        <ChartBox title="Error ratio by service" lines={lines} format={percent} />
       )}
     </Section>
   );

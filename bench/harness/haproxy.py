@@ -26,7 +26,7 @@ from typing import Final
 from bench.harness import BenchFailure
 from bench.harness.process import Child, spawn
 
-__all__ = ["HAProxy", "config", "haproxy", "haproxy_binary", "version"]
+__all__ = ["HAProxy", "Proxying", "config", "haproxy", "haproxy_binary", "version"]
 
 CHECK_INTERVAL_MS: Final = 250
 START_TIMEOUT_S: Final = 10.0
@@ -41,14 +41,25 @@ def haproxy_binary() -> str:
     return found
 
 
-def config(port: int, servers: Mapping[str, int], admin: Path, check: str = "/readyz") -> str:
+def config(
+    port: int,
+    servers: Mapping[str, int],
+    admin: Path,
+    check: str = "/readyz",
+    *,
+    front: Proxying | None = None,
+) -> str:
     """An HAProxy configuration: one frontend on 127.0.0.1:``port``, a backend of ``servers``
-    (name → local port) balanced round-robin, each checked by a GET of ``check``."""
+    (name → local port) balanced round-robin, each checked by a GET of ``check``; ``front``
+    adds to it (an authenticating proxy's lines)."""
+    front = front or Proxying()
+    source = f" source {front.source}" if front.source else ""
     lines = [
         "global",
         "    maxconn 4096",
         f"    stats socket {admin} mode 600 level admin",
         "",
+        *front.sections,
         "defaults",
         "    mode http",
         "    option http-keep-alive",
@@ -63,6 +74,7 @@ def config(port: int, servers: Mapping[str, int], admin: Path, check: str = "/re
         "",
         "frontend atrium",
         f"    bind 127.0.0.1:{port}",
+        *(f"    {line}" for line in front.requests),
         "    default_backend replicas",
         "",
         "backend replicas",
@@ -71,12 +83,23 @@ def config(port: int, servers: Mapping[str, int], admin: Path, check: str = "/re
         "    http-check expect status 200",
         f"    default-server inter {CHECK_INTERVAL_MS}ms fall 1 rise 2",
         *(
-            f"    server {name} 127.0.0.1:{server_port} check"
+            f"    server {name} 127.0.0.1:{server_port} check{source}"
             for name, server_port in servers.items()
         ),
         "",
     ]
     return "\n".join(lines)
+
+
+@dataclass(frozen=True, slots=True)
+class Proxying:
+    """What a proxy does besides balancing: ``sections`` before the defaults (a ``userlist``),
+    ``requests`` on the frontend (``http-request`` lines), and the ``source`` address its
+    connections to the servers come from."""
+
+    sections: tuple[str, ...] = ()
+    requests: tuple[str, ...] = ()
+    source: str | None = None
 
 
 @dataclass(slots=True)
@@ -130,14 +153,18 @@ def version() -> str:
 
 @contextlib.asynccontextmanager
 async def haproxy(
-    port: int, servers: Mapping[str, int], check: str = "/readyz"
+    port: int,
+    servers: Mapping[str, int],
+    check: str = "/readyz",
+    *,
+    front: Proxying | None = None,
 ) -> AsyncIterator[HAProxy]:
     """HAProxy in the foreground on 127.0.0.1:``port``, stopped on the way out."""
     with tempfile.TemporaryDirectory(prefix="atrium-haproxy-") as tmp:
         directory = Path(tmp)
         admin = directory / "admin.sock"
         path = directory / "haproxy.cfg"
-        path.write_text(config(port, servers, admin, check))
+        path.write_text(config(port, servers, admin, check, front=front))
         argv = [haproxy_binary(), "-db", "-f", str(path)]
         child = await spawn("HAProxy", argv, directory / "haproxy.log")
         try:

@@ -52,6 +52,7 @@ from tests.change_receiver import eventually
 from tests.conftest import AppFactory, Client
 from tests.kube import Cluster, kubeconfig, start_clusters
 from tests.plugins.test_pincompute import pinapp
+from tests.plugins.test_pincompute_tenancy import app, scaler
 
 A = "component:default/checkout"  # checkout-team's: what the owner acts on
 B = "component:default/search-service"  # search-squad's: what the admins act on
@@ -61,28 +62,6 @@ WEB_DIST = Path(__file__).resolve().parents[2] / "web" / "dist"  # the console's
 
 def manifest(body: dict[str, Any]) -> str:
     return yaml.safe_dump(body)
-
-
-def scaler(name: str, entity: str, namespace: str, target: str) -> str:
-    return manifest(
-        {
-            "apiVersion": "compute.atrium.dev/v1",
-            "kind": "PinScaler",
-            "metadata": {
-                "name": name,
-                "namespace": namespace,
-                "annotations": {"atrium.dev/entity-ref": entity},
-            },
-            "spec": {"targetRef": {"name": target}, "minReplicas": 1, "maxReplicas": 1},
-        }
-    )
-
-
-def app(name: str, entity: str, namespace: str, host: str | None = None) -> str:
-    body = pinapp(name, entity, namespace=namespace)
-    if host is not None:
-        body["spec"]["ingress"] = {"host": host, "path": "/"}
-    return manifest(body)
 
 
 def workload(namespace: str, name: str) -> dict[str, Any]:
@@ -207,7 +186,7 @@ def cross_tenant() -> dict[str, Case]:
 
     return {
         "a PinScaler of one's own aimed at checkout's PinApp": shape(
-            ADMINS, scaler("emma-scaler", own, "checkout", "checkout")
+            ADMINS, scaler("emma-scaler", own, "checkout", namespace="checkout")
         ),
         "a PinApp of one's own in checkout's namespace": shape(
             ADMINS, app("checkout-shadow", own, "checkout")
@@ -216,7 +195,7 @@ def cross_tenant() -> dict[str, Case]:
             REFUSED, app("loyalty", own, "loyalty", host=HOST)
         ),
         "a PinScaler of checkout aimed at search-service": shape(
-            ADMINS, scaler("checkout-reach", A, "search", "search-service")
+            ADMINS, scaler("checkout-reach", A, "search-service", namespace="search")
         ),
     }
 

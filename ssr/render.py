@@ -22,7 +22,7 @@ from urllib.parse import quote
 import orjson
 from markupsafe import Markup
 from starlette.requests import Request
-from starlette.responses import PlainTextResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, PlainTextResponse, RedirectResponse, Response
 
 from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read
 from graph.http_input import HTTPError
@@ -232,15 +232,21 @@ async def _respond(request: Request, page: Page) -> Response:
 
 def _sign_in_first(request: Request, services: Services) -> Response:
     """A page for nobody when anonymous reading is off: to the sign-in, which comes back here,
-    when people sign in with the provider; else a 401 (the trusted proxy says who people are).
-    Nothing of the page is rendered, and nothing is kept along the way."""
+    when people sign in with the provider; else a 401 (the trusted proxy says who people are):
+    a page saying how to get in for a browser, the reason in plain text for anything else.
+    Nothing of the page asked for is rendered, and nothing is kept along the way."""
     settings = services.settings
     headers = {"cache-control": "no-store", "vary": services.vary[1].decode("latin-1")}
     if sign_in_offered(settings):
         href = sign_in_href(request.url.path, request.url.query)
         return RedirectResponse(href, 303, headers)
     headers["www-authenticate"] = "Bearer"
-    return PlainTextResponse(ANONYMOUS_READ_OFF, 401, headers)
+    console = services.console
+    if console is None or "text/html" not in request.headers.get("accept", ""):
+        return PlainTextResponse(ANONYMOUS_READ_OFF, 401, headers)
+    # A person's browser: a page saying how to get in.
+    html = console.templates.get_template("closed.html").render(inline=console.inline)
+    return HTMLResponse(html, 401, headers)
 
 
 def _send(

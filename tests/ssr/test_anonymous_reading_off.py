@@ -55,6 +55,20 @@ async def test_no_page_is_shown_to_nobody(closed: Client) -> None:
     assert graphql.status_code == 401, graphql.text
 
 
+async def test_a_browser_is_told_how_to_get_in_and_shown_nothing_else(closed: Client) -> None:
+    browser = {"accept": "text/html,application/xhtml+xml,*/*;q=0.8"}
+    for path in PAGES:
+        page = await closed.get(path, headers=browser)
+        assert page.status_code == 401, (path, page.status_code)
+        assert page.headers["content-type"].startswith("text/html"), path
+        assert page.headers["cache-control"] == "no-store", path
+        assert "<title>Sign in · Atrium</title>" in page.text, path
+        assert "anonymous reading is off" in page.text and "an API token" in page.text, path
+        # Nothing of the page asked for: no team, no people, no script to fetch them.
+        assert "Checkout" not in page.text and "amelia" not in page.text, path
+        assert "<script" not in page.text, path
+
+
 async def test_a_person_the_proxy_names_sees_the_page_privately(closed: Client) -> None:
     team = await closed.get(
         "/catalog/default/group/checkout-team", headers={"x-forwarded-user": "amelia.chen"}

@@ -95,13 +95,14 @@ import strawberry
 from graphql import GraphQLError
 from pydantic import BaseModel
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import Response
 from strawberry.dataloader import DataLoader
 from strawberry.extensions import SchemaExtension
 from strawberry.scalars import JSON
 
 from graph.attention.links import entity_href, workload_href
 from graph.attention.types import AttentionLevel
+from graph.auth.viewer import for_readers
 from graph.authz import (
     AdminOnly,
     AuditSnapshot,
@@ -425,7 +426,7 @@ class PluginBuilder:
                 f"plugin {self.plugin_id}: route {path} must be under /hooks/ or "
                 f"/plugins/{self.plugin_id}/"
             )
-        handler = _for_readers(endpoint) if viewer else endpoint
+        handler = for_readers(endpoint) if viewer else endpoint
         self.contribution.routes.append((path, tuple(m.upper() for m in methods), handler))
 
     def provide(self, name: str, factory: Callable[[Any], Any]) -> None:
@@ -600,31 +601,6 @@ def service(holder: Context | Any, name: str) -> Any:
 def app_services(request: Request) -> Any:
     """The app's services (database, caches, plugin states), for a plugin's endpoint."""
     return request.app.state.services
-
-
-def _for_readers(endpoint: Endpoint) -> Endpoint:
-    """``endpoint`` behind Atrium's one rule of who may read (``graph.auth.viewer.may_read``)."""
-    from graph.auth.viewer import ANONYMOUS_READ_OFF, may_read
-    from sources.errors import NotAuthenticated
-
-    def refused(message: str) -> Response:
-        return JSONResponse(
-            {"error": message},
-            401,
-            headers={"WWW-Authenticate": "Bearer", "Cache-Control": "no-store"},
-        )
-
-    async def guarded(request: Request) -> Response:
-        try:
-            viewer = await app_services(request).viewer(request)
-        except NotAuthenticated as exc:
-            return refused(str(exc))
-        if not may_read(viewer):
-            return refused(ANONYMOUS_READ_OFF)
-        request.state.viewer = viewer
-        return await endpoint(request)
-
-    return guarded
 
 
 def shared_cache(services: Any, name: str, *, ttl: float) -> MultiLevelCache:

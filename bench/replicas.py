@@ -210,7 +210,11 @@ async def _burst(
     cpu, proxy_cpu = _cpu(target.pids), _cpu([target.proxy.pid])
     result = await asyncio.get_running_loop().run_in_executor(pool, run_load, spec)
     if result.failed:
-        raise BenchFailure(f"{target.name}: {result.failed} requests failed: {result.example!r}")
+        # What the replicas logged (a server error's traceback) says why.
+        logs = "".join(f"\n--- {r.name}:\n{r.failure('').args[0]}" for r in target.replicas)
+        raise BenchFailure(
+            f"{target.name}: {result.failed} requests failed: {result.example!r}{logs}"
+        )
     if not record:
         return
     target.add(result)

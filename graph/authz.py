@@ -236,9 +236,9 @@ class Authorize(FieldExtension):
         """Why the viewer may not change ``target`` (or what it touches), and which of them
         refused; None when they may."""
         viewer = context.viewer
+        if _nobody(viewer):
+            return target, self._unauthenticated()
         if viewer.ref is None and "admin" not in viewer.scopes:
-            if viewer.token_name is None:
-                return target, self._unauthenticated()
             # A token's holder is known: what it may not do is a matter of its scope.
             if not self.owners_only:
                 return _refusal(target, self._personal_denial(viewer))

@@ -113,7 +113,7 @@ async def _respond(request: Request, page: Page) -> Response:
     except NotAuthenticated as exc:
         return PlainTextResponse(str(exc), 401, {"WWW-Authenticate": "Bearer"})
     if not may_read(viewer):
-        return _sign_in_first(request, services)
+        return _sign_in_first(request, services, console)
 
     panels = console.panels_of(page.panels, page.kind) if page.panels else []
     # The workload page's panels are the client's alone: the server knows their sections.
@@ -230,7 +230,7 @@ async def _respond(request: Request, page: Page) -> Response:
     return _send(console.pages, etag, forms, accepted, status, headers)
 
 
-def _sign_in_first(request: Request, services: Services) -> Response:
+def _sign_in_first(request: Request, services: Services, console: Console) -> Response:
     """A page for nobody when anonymous reading is off: to the sign-in, which comes back here,
     when people sign in with the provider; else a 401 (the trusted proxy says who people are):
     a page saying how to get in for a browser, the reason in plain text for anything else.
@@ -241,8 +241,7 @@ def _sign_in_first(request: Request, services: Services) -> Response:
         href = sign_in_href(request.url.path, request.url.query)
         return RedirectResponse(href, 303, headers)
     headers["www-authenticate"] = "Bearer"
-    console = services.console
-    if console is None or "text/html" not in request.headers.get("accept", ""):
+    if "text/html" not in request.headers.get("accept", ""):
         return PlainTextResponse(ANONYMOUS_READ_OFF, 401, headers)
     # A person's browser: a page saying how to get in.
     html = console.templates.get_template("closed.html").render(inline=console.inline)
